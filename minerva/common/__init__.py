@@ -1,0 +1,1 @@
+"""Leaf utilities shared by every layer: configuration, errors, logging, ids, hooks."""

@@ -1,0 +1,69 @@
+"""A hook bus: the scheduler, devices and stores announce events; listeners (the trace
+recorder) subscribe. With no listener every event is a call of a shared no-op function.
+
+Events and their arguments (times are ``time.perf_counter_ns()`` values):
+
+- ``op_created(op)``, ``op_ready(op)``: an op node entered the DAG / had all inputs ready.
+- ``op_started(op, device_id, track, t_ns)``: a device began running ``op`` on ``track``
+  (a worker or stream name).
+- ``op_finished(op, device_id, track, t_ns, error)``: it ended; ``error`` is None on success.
+- ``op_poisoned(op, error)``: the op was skipped because an input had failed.
+- ``data_deleted(data)``: a dead data node left the DAG.
+- ``mem_alloc(device_id, block, in_use_bytes)``, ``mem_free(device_id, block,
+  in_use_bytes)``: a store handed out or took back a block.
+- ``dispatch(kind, node, t0_ns, t1_ns)``: a dispatcher thread handled one task.
+"""
+from __future__ import annotations
+
+EVENTS = ("op_created", "op_ready", "op_started", "op_finished", "op_poisoned",
+          "data_deleted", "mem_alloc", "mem_free", "dispatch")
+
+
+def _noop(*_args) -> None:
+    return None
+
+
+def _fan_out(functions):
+    def call_all(*args):
+        for function in functions:
+            function(*args)
+    return call_all
+
+
+class HookBus:
+    """Routes each event to the listeners that define a method of the event's name."""
+
+    def __init__(self):
+        self._listeners: list = []
+        self._bind()
+
+    @property
+    def active(self) -> bool:
+        """Whether any listener is subscribed."""
+        return bool(self._listeners)
+
+    def subscribe(self, listener) -> None:
+        """Start sending events to ``listener``."""
+        self._listeners.append(listener)
+        self._bind()
+
+    def unsubscribe(self, listener) -> None:
+        """Stop sending events to ``listener`` (no error if it was not subscribed)."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+        self._bind()
+
+    def _bind(self) -> None:
+        for event in EVENTS:
+            functions = [getattr(lst, event) for lst in self._listeners if hasattr(lst, event)]
+            if not functions:
+                bound = _noop
+            elif len(functions) == 1:
+                bound = functions[0]
+            else:
+                bound = _fan_out(functions)
+            setattr(self, event, bound)
+
+
+NULL_HOOKS = HookBus()
+"""A bus nobody subscribes to, for components built without one."""

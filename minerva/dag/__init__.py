@@ -1,0 +1,1 @@
+"""The physical DAG: op nodes, data nodes and the edges between them."""

@@ -1,0 +1,1 @@
+"""Devices: where kernels run (CPU worker threads, CUDA streams), each with its own store."""

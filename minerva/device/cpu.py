@@ -1,0 +1,62 @@
+"""CPU devices: ops run with NumPy on the device's own worker thread."""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+
+import numpy as np
+
+from minerva.common.logging import get_logger
+from minerva.device.base import Device
+
+log = get_logger("minerva.device")
+_STOP = None
+
+
+class CpuDevice(Device):
+    """A CPU device with one worker thread that runs its ops in submission order.
+
+    BLAS is pinned to one thread per worker (``DeviceManager`` does it process-wide), so
+    several CPU devices run side by side instead of fighting over cores.
+    """
+
+    kind = "cpu"
+    xp = np
+
+    def __init__(self, device_id: int, store, hooks, listener=None, ordinal: int = 0):
+        super().__init__(device_id, store, hooks, listener)
+        self.ordinal = ordinal
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, daemon=True,
+                                        name=f"minerva-cpu{device_id}-worker")
+        self._thread.start()
+
+    def submit(self, op) -> None:
+        """Queue ``op`` for the worker thread."""
+        self._queue.put(op)
+
+    def info(self) -> dict:
+        """Kind, ordinal, name, and the store's memory figures."""
+        stats = self.store.stats()
+        return {"kind": "cpu", "ordinal": self.ordinal, "device_id": self.device_id,
+                "name": f"cpu:{self.ordinal} ({os.cpu_count()} cores on host)",
+                "n_workers": 1, "memory_in_use": stats["in_use_bytes"],
+                "memory_limit": stats["limit_bytes"]}
+
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Stop the worker after the ops already queued."""
+        self._queue.put(_STOP)
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.warning("cpu_worker_did_not_stop", device=self.device_id)
+
+    def _work(self) -> None:
+        np.seterr(all="ignore")
+        get, run, = self._queue.get, self.run_inline
+        while True:
+            op = get()
+            if op is _STOP:
+                return
+            exc = run(op)
+            self.listener(op, exc)

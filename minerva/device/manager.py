@@ -1,0 +1,96 @@
+"""The DeviceManager creates and owns every device of a runtime, each with its store."""
+from __future__ import annotations
+
+import threading
+
+from minerva.common.errors import DeviceError
+from minerva.common.logging import get_logger
+from minerva.device.cpu import CpuDevice
+from minerva.storage import make_store
+from minerva.storage.host import HostAllocator
+
+log = get_logger("minerva.device")
+
+
+class DeviceManager:
+    """Creates CPU and GPU devices, hands them out by id, and shuts them down.
+
+    ``_lock`` guards the device list during creation; lookups by id read a list that only
+    ever grows, so they take no lock.
+    """
+
+    def __init__(self, config, hooks, listener=None):
+        self.config = config
+        self.hooks = hooks
+        self.listener = listener
+        self._devices: list = []
+        self._n_cpu = 0
+        self._lock = threading.Lock()
+        self._blas_limit = None
+        self.reclaimer = None
+
+    def create_cpu_device(self) -> int:
+        """A new CPU device with its own worker thread; its id."""
+        with self._lock:
+            self._pin_blas()
+            device_id = len(self._devices)
+            store = self._make_store(HostAllocator(), device_id)
+            device = CpuDevice(device_id, store, self.hooks, self.listener, self._n_cpu)
+            self._n_cpu += 1
+            return self._add(device)
+
+    def create_gpu_device(self, ordinal: int) -> int:
+        """A new device on GPU ``ordinal`` (or a virtual GPU); its id."""
+        from minerva.device import gpu  # cupy stays unimported until a GPU is asked for
+        with self._lock:
+            device_id = len(self._devices)
+            device = gpu.create_gpu_device(device_id, ordinal, self.config, self.hooks,
+                                           self.listener, self._make_store)
+            return self._add(device)
+
+    def gpu_count(self) -> int:
+        """Number of usable GPUs (logical ones under MINERVA_VIRTUAL_GPUS); 0 without CuPy."""
+        from minerva.device import gpu
+        return gpu.gpu_device_count(self.config)
+
+    def get(self, device_id):
+        """The device with id ``device_id``; DeviceError for an unknown id."""
+        try:
+            if device_id >= 0:
+                return self._devices[device_id]
+        except (IndexError, TypeError):
+            pass
+        raise DeviceError(f"no device with id {device_id!r}; created devices: "
+                          f"{list(range(len(self._devices)))}")
+
+    def __len__(self) -> int:
+        return len(self._devices)
+
+    def all(self) -> list:
+        """Every device, in id order."""
+        return list(self._devices)
+
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Stop every device's threads and undo the BLAS pinning."""
+        for device in self._devices:
+            device.shutdown(timeout)
+        if self._blas_limit is not None:
+            self._blas_limit.restore_original_limits()
+            self._blas_limit = None
+
+    def _add(self, device) -> int:
+        self._devices.append(device)
+        log.info("device_created", device_id=device.device_id, kind=device.kind)
+        return device.device_id
+
+    def _make_store(self, allocator, device_id: int):
+        store = make_store(allocator, self.config.mem_pool, self.config.mem_limit, device_id,
+                           self.hooks)
+        if self.reclaimer is not None:
+            store.set_reclaimer(self.reclaimer)
+        return store
+
+    def _pin_blas(self) -> None:
+        if self._blas_limit is None:
+            from threadpoolctl import threadpool_limits
+            self._blas_limit = threadpool_limits(limits=1, user_api="blas")

@@ -1,0 +1,17 @@
+"""Ops: a registry of pure functions over an array module ``xp`` plus their shape rules.
+
+Importing this package registers every op family.
+"""
+from minerva.ops import (  # noqa: F401  (registration side effects)
+    copy,
+    creation,
+    elementwise,
+    linalg,
+    nn_activation,
+    nn_conv,
+    nn_pool,
+    nn_softmax,
+    reduction,
+    registry,
+    shape,
+)

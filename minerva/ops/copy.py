@@ -1,0 +1,27 @@
+"""The copy op: moves a value between devices (or duplicates it on one).
+
+It runs on the destination device. Host arrays are NumPy arrays; device arrays are
+anything with ``.get()`` (CuPy). Devices may run copies their own faster way.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minerva.ops.registry import ArraySpec, register
+
+COPY_PRIORITY = -1
+"""Copies go ahead of other ready ops so transfers start early and overlap compute."""
+
+
+def _copy_infer(x):
+    return (ArraySpec(x.shape, x.dtype),)
+
+
+def _copy_impl(xp, x, *, out):
+    if isinstance(out, np.ndarray):
+        out[...] = x if isinstance(x, np.ndarray) else x.get()
+    else:
+        out[...] = xp.asarray(x)
+
+
+COPY = register("copy", _copy_infer, _copy_impl, priority=COPY_PRIORITY)

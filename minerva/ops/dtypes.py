@@ -1,0 +1,67 @@
+"""Result dtypes by NumPy's own rules, found once per combination and cached."""
+from __future__ import annotations
+
+import numpy as np
+
+from minerva.ops.registry import ArraySpec, shape_error
+
+_CACHE: dict = {}
+_SCALAR_TYPES = (bool, int, float, complex, np.generic)
+SUPPORTED_KINDS = "biufc"
+
+
+def is_scalar(value) -> bool:
+    """Whether ``value`` is a Python or NumPy scalar an op can take as an attribute."""
+    return isinstance(value, _SCALAR_TYPES) or (
+        isinstance(value, np.ndarray) and value.ndim == 0)
+
+
+def probe(value):
+    """A stand-in that gives ``value``'s dtype to NumPy: 1-element array or the scalar."""
+    if isinstance(value, ArraySpec):
+        return np.ones(1, dtype=value.dtype)
+    return value
+
+
+def cache_key(value):
+    """What decides a result dtype: the dtype of a spec or NumPy scalar, the type of a
+    Python scalar (NumPy treats those as weak)."""
+    if isinstance(value, ArraySpec):
+        return value.dtype
+    if isinstance(value, np.generic):
+        return value.dtype
+    return type(value)
+
+
+def result_dtype(name: str, function, *operands) -> np.dtype:
+    """The dtype NumPy gives ``function(*operands)``; ShapeError if NumPy refuses them."""
+    key = (name,) + tuple(cache_key(x) for x in operands)
+    dtype = _CACHE.get(key)
+    if dtype is None:
+        dtype = _probe_dtype(name, function, operands)
+        _CACHE[key] = dtype
+    return dtype
+
+
+def check_supported(name: str, spec: ArraySpec) -> None:
+    """ShapeError unless ``spec`` has a numeric or bool dtype."""
+    if spec.dtype.kind not in SUPPORTED_KINDS:
+        raise shape_error(name, f"unsupported dtype {spec.dtype}", spec)
+
+
+def check_scalar_fits(name: str, dtype: np.dtype, value) -> None:
+    """ShapeError when a Python int cannot be represented in the integer result dtype."""
+    if isinstance(value, int) and not isinstance(value, bool) and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise shape_error(name, f"Python integer {value} out of bounds for {dtype}")
+
+
+def _probe_dtype(name, function, operands) -> np.dtype:
+    try:
+        with np.errstate(all="ignore"):
+            result = function(*(probe(x) for x in operands))
+    except (TypeError, ValueError, OverflowError, np.exceptions.DTypePromotionError) as exc:
+        kinds = ", ".join(str(cache_key(x)) for x in operands)
+        raise shape_error(name, f"unsupported operand types ({kinds}): {exc}") from None
+    return np.asarray(result).dtype

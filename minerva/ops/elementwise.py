@@ -1,0 +1,149 @@
+"""Elementwise ops: NumPy ufuncs over two arrays, an array and a scalar, or one array;
+plus ``where``, ``clip``, ``sigmoid`` and ``relu``. Broadcasting and result dtypes follow
+NumPy (NEP 50: a Python scalar takes the array's dtype)."""
+from __future__ import annotations
+
+import numpy as np
+
+from minerva.ops import dtypes
+from minerva.ops.registry import ArraySpec, register, shape_error
+
+BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power",
+          "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater",
+          "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "arctan2",
+          "logical_and", "logical_or")
+UNARY = ("negative", "absolute", "exp", "log", "sqrt", "square", "sign", "tanh", "floor",
+         "ceil", "sin", "cos", "log1p", "expm1", "reciprocal", "invert", "logical_not")
+
+
+def broadcast_shape(name: str, *specs: ArraySpec) -> tuple:
+    """The broadcast shape of ``specs``; ShapeError when they do not broadcast."""
+    first = specs[0].shape
+    if all(s.shape == first for s in specs):
+        return first
+    try:
+        return tuple(np.broadcast_shapes(*(s.shape for s in specs)))
+    except ValueError:
+        raise shape_error(name, "operands could not be broadcast together", *specs) from None
+
+
+def _binary_infer(name, ufunc):
+    def infer(a, b):
+        dtype = dtypes.result_dtype(name, ufunc, a, b)
+        return (ArraySpec(broadcast_shape(name, a, b), dtype),)
+    return infer
+
+
+def _binary_impl(name):
+    def impl(xp, a, b, *, out):
+        getattr(xp, name)(a, b, out=out)
+    return impl
+
+
+def _scalar_infer(name, ufunc):
+    def infer(a, *, scalar, reverse):
+        operands = (scalar, a) if reverse else (a, scalar)
+        dtype = dtypes.result_dtype(name, ufunc, *operands)
+        dtypes.check_scalar_fits(name, a.dtype, scalar)
+        if name == "power" and not reverse:
+            _check_integer_power(a, scalar)
+        return (ArraySpec(a.shape, dtype),)
+    return infer
+
+
+def _scalar_impl(name):
+    def impl(xp, a, *, out, scalar, reverse):
+        if reverse:
+            getattr(xp, name)(scalar, a, out=out)
+        else:
+            getattr(xp, name)(a, scalar, out=out)
+    return impl
+
+
+def _check_integer_power(base: ArraySpec, exponent) -> None:
+    if base.dtype.kind in "iu" and isinstance(exponent, (int, np.integer)) and exponent < 0:
+        raise shape_error("power", "integers to negative integer powers are not allowed",
+                          base, exponent)
+
+
+def _unary_infer(name, ufunc):
+    def infer(a):
+        return (ArraySpec(a.shape, dtypes.result_dtype(name, ufunc, a)),)
+    return infer
+
+
+def _unary_impl(name):
+    def impl(xp, a, *, out):
+        getattr(xp, name)(a, out=out)
+    return impl
+
+
+def _sigmoid_impl(xp, a, *, out):
+    xp.negative(a, out=out)
+    xp.exp(out, out=out)
+    out += 1
+    xp.reciprocal(out, out=out)
+
+
+def _sigmoid_reference(a):
+    return 1 / (1 + np.exp(-a))
+
+
+def _relu_infer(a):
+    return (ArraySpec(a.shape, dtypes.result_dtype("relu", np.maximum, a, 0)),)
+
+
+def _relu_impl(xp, a, *, out):
+    xp.maximum(a, 0, out=out)
+
+
+def mixed_args(layout: tuple, arrays) -> list:
+    """Rebuild an argument list: ``layout`` holds scalars, with ``ARRAY`` where the next
+    array input goes."""
+    arrays = iter(arrays)
+    return [next(arrays) if item is ARRAY else item for item in layout]
+
+
+class _ArraySlot:
+    def __repr__(self) -> str:
+        return "ARRAY"
+
+
+ARRAY = _ArraySlot()
+
+
+def _mixed_infer(name, function):
+    def infer(*specs, layout):
+        operands = mixed_args(layout, specs)
+        dtype = dtypes.result_dtype(name, function, *operands)
+        return (ArraySpec(broadcast_shape(name, *specs), dtype),)
+    return infer
+
+
+def _where_impl(xp, *arrays, out, layout):
+    cond, x, y = mixed_args(layout, arrays)
+    xp.copyto(out, y, casting="unsafe")
+    xp.copyto(out, x, casting="unsafe", where=cond.astype(bool, copy=False)
+              if hasattr(cond, "astype") else bool(cond))
+
+
+def _clip_impl(xp, *arrays, out, layout):
+    x, low, high = mixed_args(layout, arrays)
+    xp.clip(x, low, high, out=out)
+
+
+def _register_all() -> None:
+    for name in BINARY:
+        ufunc = getattr(np, name)
+        register(name, _binary_infer(name, ufunc), _binary_impl(name))
+        register(name + "_scalar", _scalar_infer(name, ufunc), _scalar_impl(name))
+    for name in UNARY:
+        ufunc = getattr(np, name)
+        register(name, _unary_infer(name, ufunc), _unary_impl(name))
+    register("sigmoid", _unary_infer("sigmoid", _sigmoid_reference), _sigmoid_impl)
+    register("relu", _relu_infer, _relu_impl)
+    register("where", _mixed_infer("where", np.where), _where_impl)
+    register("clip", _mixed_infer("clip", np.clip), _clip_impl)
+
+
+_register_all()

@@ -1,0 +1,30 @@
+"""Matrix products: ``matmul`` for 1-D, 2-D and batched operands, by NumPy's rules."""
+from __future__ import annotations
+
+import numpy as np
+
+from minerva.ops import dtypes
+from minerva.ops.elementwise import broadcast_shape
+from minerva.ops.registry import ArraySpec, register, shape_error
+
+
+def _matmul_infer(a: ArraySpec, b: ArraySpec):
+    if not a.shape or not b.shape:
+        raise shape_error("matmul", "operands must have at least one dimension", a, b)
+    a_shape = (1,) + a.shape if len(a.shape) == 1 else a.shape
+    b_shape = b.shape + (1,) if len(b.shape) == 1 else b.shape
+    if a_shape[-1] != b_shape[-2]:
+        raise shape_error("matmul", f"inner dimensions differ ({a_shape[-1]} vs "
+                          f"{b_shape[-2]})", a, b)
+    batch = broadcast_shape("matmul", ArraySpec(a_shape[:-2], a.dtype),
+                            ArraySpec(b_shape[:-2], b.dtype))
+    shape = batch + (() if len(a.shape) == 1 else (a_shape[-2],)) \
+        + (() if len(b.shape) == 1 else (b_shape[-1],))
+    return (ArraySpec(shape, dtypes.result_dtype("matmul", np.matmul, a, b)),)
+
+
+def _matmul_impl(xp, a, b, *, out):
+    xp.matmul(a, b, out=out)
+
+
+register("matmul", _matmul_infer, _matmul_impl)

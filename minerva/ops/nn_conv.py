@@ -1,0 +1,228 @@
+"""2-D convolution: ``conv2d`` and its backward ops, by im2col and one matmul per call.
+
+Layout is ``(N, C, H, W)`` for images and ``(O, C, kh, kw)`` for filters. The output size
+follows the floor rule ``Ho = (H + 2*ph - kh) // sh + 1`` (and the same for ``W``); input
+rows or columns that no window reaches get a zero gradient. Padding is with zeros.
+
+im2col is an ``as_strided`` view of the (padded) input, copied once into a ``(N, C*kh*kw,
+Ho*Wo)`` matrix. The backward-data op scatters its columns back with a Python loop over the
+``kh*kw`` kernel taps only: each step is one vectorised add over the whole batch.
+
+The small window helpers here (:func:`pair`, :func:`out_size`, :func:`pad_hw`,
+:func:`tap`) are shared with the pooling ops.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minerva.ops.registry import ArraySpec, register, shape_error, spec
+
+
+# ---------------------------------------------------------------- shared window helpers
+def pair(value, name: str, op: str, minimum: int) -> tuple[int, int]:
+    """``value`` (an int or a pair of ints) as a pair; each at least ``minimum``."""
+    items = value if isinstance(value, (tuple, list)) else (value, value)
+    if len(items) != 2 or not all(_is_int(v) for v in items):
+        raise shape_error(op, f"{name} must be an int or a pair of ints", value)
+    if min(items) < minimum:
+        raise shape_error(op, f"{name} must be >= {minimum}", value)
+    return int(items[0]), int(items[1])
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def out_size(n: int, k: int, s: int, p: int) -> int:
+    """Windows of size ``k`` at stride ``s`` over ``n`` items padded by ``p`` (floor rule)."""
+    return (n + 2 * p - k) // s + 1
+
+
+def window_out_hw(op: str, x: ArraySpec, kernel, stride, pad) -> tuple[int, int]:
+    """``(Ho, Wo)`` for windows over image ``x``; raises if a kernel exceeds the padded input."""
+    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, pad
+    h, w = x.shape[2], x.shape[3]
+    if kh > h + 2 * ph or kw > w + 2 * pw:
+        raise shape_error(op, f"kernel {(kh, kw)} is larger than the input padded by "
+                              f"{(ph, pw)}", x)
+    return out_size(h, kh, sh, ph), out_size(w, kw, sw, pw)
+
+
+def require_rank(op: str, name: str, s: ArraySpec, rank: int) -> None:
+    """Raise unless ``s`` has ``rank`` dimensions."""
+    if len(s.shape) != rank:
+        raise shape_error(op, f"{name} must have rank {rank}", s)
+
+
+def require_float(op: str, *specs: ArraySpec) -> None:
+    """Raise unless every spec has a floating-point dtype."""
+    if not all(np.issubdtype(s.dtype, np.floating) for s in specs):
+        raise shape_error(op, "needs floating-point inputs", *specs)
+
+
+def pad_hw(xp, x, pad: tuple[int, int], value: float = 0.0):
+    """``x`` padded on its last two axes by ``pad`` with ``value``; ``x`` itself if no pad."""
+    ph, pw = pad
+    if ph == 0 and pw == 0:
+        return x
+    n, c, h, w = x.shape
+    shape = (n, c, h + 2 * ph, w + 2 * pw)
+    buf = xp.zeros(shape, x.dtype) if value == 0 else xp.full(shape, value, x.dtype)
+    buf[:, :, ph:ph + h, pw:pw + w] = x
+    return buf
+
+
+def tap(a, i: int, j: int, stride: tuple[int, int], out_hw: tuple[int, int]):
+    """View of ``a`` (padded image) at kernel offset ``(i, j)``: shape ``(N, C, Ho, Wo)``."""
+    (sh, sw), (ho, wo) = stride, out_hw
+    return a[:, :, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw]
+
+
+# ---------------------------------------------------------------- im2col / col2im
+def im2col(xp, x, kernel, stride, pad, out_hw):
+    """Columns of ``x``: ``(N, C*kh*kw, Ho*Wo)``, a copy (a view only when none is needed)."""
+    xpad = pad_hw(xp, x, pad)
+    (kh, kw), (sh, sw), (ho, wo) = kernel, stride, out_hw
+    sn, sc, s_h, s_w = xpad.strides
+    view = xp.lib.stride_tricks.as_strided(
+        xpad, (x.shape[0], x.shape[1], kh, kw, ho, wo),
+        (sn, sc, s_h, s_w, s_h * sh, s_w * sw))
+    return view.reshape(x.shape[0], x.shape[1] * kh * kw, ho * wo)
+
+
+def grad_buffer(xp, out, pad):
+    """A zeroed padded-image buffer for gradient scatter: ``out`` itself when no pad."""
+    if pad == (0, 0):
+        out[...] = 0
+        return out
+    n, c, h, w = out.shape
+    return xp.zeros((n, c, h + 2 * pad[0], w + 2 * pad[1]), dtype=out.dtype)
+
+
+def crop_into(out, dxpad, pad) -> None:
+    """Copy the unpadded part of ``dxpad`` into ``out`` (nothing to do if it is ``out``)."""
+    if dxpad is not out:
+        (ph, pw), (h, w) = pad, out.shape[2:]
+        out[...] = dxpad[:, :, ph:ph + h, pw:pw + w]
+
+
+def col2im_into(xp, out, cols, kernel, stride, pad, out_hw):
+    """Sum columns ``cols`` ``(N, C, kh, kw, Ho, Wo)`` back into image ``out`` (overwritten)."""
+    dxpad = grad_buffer(xp, out, pad)
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            tap(dxpad, i, j, stride, out_hw)[...] += cols[:, :, i, j]
+    crop_into(out, dxpad, pad)
+
+
+def _geometry(op: str, stride, pad):
+    return pair(stride, "stride", op, 1), pair(pad, "pad", op, 0)
+
+
+# ---------------------------------------------------------------- conv2d
+def _conv2d_infer(x: ArraySpec, w: ArraySpec, *bias: ArraySpec, stride=1, pad=0):
+    op = "conv2d"
+    require_rank(op, "x", x, 4)
+    require_rank(op, "w", w, 4)
+    require_float(op, x, w, *bias)
+    if x.shape[1] != w.shape[1]:
+        raise shape_error(op, "input channels of x and w differ", x, w)
+    if bias and bias[0].shape != (w.shape[0],):
+        raise shape_error(op, "bias must have shape (O,)", w, bias[0])
+    stride, pad = _geometry(op, stride, pad)
+    ho, wo = window_out_hw(op, x, w.shape[2:], stride, pad)
+    dtype = np.result_type(x.dtype, w.dtype, *(b.dtype for b in bias))
+    return (spec((x.shape[0], w.shape[0], ho, wo), dtype),)
+
+
+def _conv2d_impl(xp, x, w, *bias, out, stride=1, pad=0):
+    stride, pad = _geometry("conv2d", stride, pad)
+    n, o, ho, wo = out.shape
+    cols = im2col(xp, x, w.shape[2:], stride, pad, (ho, wo))
+    xp.matmul(w.reshape(o, -1), cols, out=out.reshape(n, o, ho * wo))
+    if bias:
+        out += bias[0].reshape(1, o, 1, 1)
+
+
+# ---------------------------------------------------------------- backward data
+def _bwd_data_infer(dy: ArraySpec, w: ArraySpec, *, x_shape, stride=1, pad=0):
+    op = "conv2d_backward_data"
+    require_rank(op, "dy", dy, 4)
+    require_rank(op, "w", w, 4)
+    require_float(op, dy, w)
+    x = spec(shape4(op, "x_shape", x_shape), dy.dtype)
+    _check_dy(op, dy, x, w, stride, pad)
+    return (spec(x.shape, np.result_type(dy.dtype, w.dtype)),)
+
+
+def _bwd_data_impl(xp, dy, w, *, out, x_shape, stride=1, pad=0):
+    stride, pad = _geometry("conv2d_backward_data", stride, pad)
+    n, o, ho, wo = dy.shape
+    c, kh, kw = w.shape[1:]
+    cols = xp.matmul(w.reshape(o, -1).T, dy.reshape(n, o, ho * wo))
+    cols = cols.reshape(n, c, kh, kw, ho, wo)
+    col2im_into(xp, out, cols, (kh, kw), stride, pad, (ho, wo))
+
+
+# ---------------------------------------------------------------- backward filter
+def _bwd_filter_infer(dy: ArraySpec, x: ArraySpec, *, w_shape, stride=1, pad=0):
+    op = "conv2d_backward_filter"
+    require_rank(op, "dy", dy, 4)
+    require_rank(op, "x", x, 4)
+    require_float(op, dy, x)
+    w = spec(shape4(op, "w_shape", w_shape), dy.dtype)
+    _check_dy(op, dy, x, w, stride, pad)
+    return (spec(w.shape, np.result_type(dy.dtype, x.dtype)),)
+
+
+def _bwd_filter_impl(xp, dy, x, *, out, w_shape, stride=1, pad=0):
+    stride, pad = _geometry("conv2d_backward_filter", stride, pad)
+    n, o, ho, wo = dy.shape
+    cols = im2col(xp, x, out.shape[2:], stride, pad, (ho, wo))
+    dy3 = dy.reshape(n, o, ho * wo)
+    flat_out = out.reshape(o, -1)
+    if o <= ho * wo:
+        # (N, O, CK) temporary is no bigger than cols: batched matmul, then sum the batch.
+        xp.sum(xp.matmul(dy3, cols.transpose(0, 2, 1)), axis=0, out=flat_out)
+    else:
+        # One long gemm over N*L; transposed copies keep the temporary small.
+        dyt = dy3.transpose(1, 0, 2).reshape(o, -1)
+        xp.matmul(dyt, cols.transpose(0, 2, 1).reshape(-1, cols.shape[1]), out=flat_out)
+
+
+# ---------------------------------------------------------------- backward bias
+def _bwd_bias_infer(dy: ArraySpec):
+    op = "conv2d_backward_bias"
+    require_rank(op, "dy", dy, 4)
+    require_float(op, dy)
+    return (spec((dy.shape[1],), dy.dtype),)
+
+
+def _bwd_bias_impl(xp, dy, *, out):
+    xp.sum(dy, axis=(0, 2, 3), out=out)
+
+
+# ---------------------------------------------------------------- checks
+def shape4(op: str, name: str, shape) -> tuple:
+    """``shape`` (an attr) as a tuple of 4 ints; raises unless it is one."""
+    if not isinstance(shape, (tuple, list)) or len(shape) != 4 \
+            or not all(_is_int(n) and n >= 0 for n in shape):
+        raise shape_error(op, f"{name} must be a tuple of 4 non-negative ints", shape)
+    return tuple(int(n) for n in shape)
+
+
+def _check_dy(op: str, dy: ArraySpec, x: ArraySpec, w: ArraySpec, stride, pad) -> None:
+    """Raise unless ``dy`` is the output shape of conv2d(x, w) at this stride and pad."""
+    if x.shape[1] != w.shape[1]:
+        raise shape_error(op, "input channels of x and w differ", x, w)
+    stride, pad = _geometry(op, stride, pad)
+    ho, wo = window_out_hw(op, x, w.shape[2:], stride, pad)
+    expected = (x.shape[0], w.shape[0], ho, wo)
+    if dy.shape != expected:
+        raise shape_error(op, f"dy must have shape {expected}", dy, x, w)
+
+
+register("conv2d", _conv2d_infer, _conv2d_impl)
+register("conv2d_backward_data", _bwd_data_infer, _bwd_data_impl)
+register("conv2d_backward_filter", _bwd_filter_infer, _bwd_filter_impl)
+register("conv2d_backward_bias", _bwd_bias_infer, _bwd_bias_impl)

@@ -1,0 +1,87 @@
+"""The op registry: each op is a shape rule (``infer``) plus a kernel (``impl``).
+
+``infer(*in_specs, **attrs) -> tuple[ArraySpec, ...]`` runs on the user's thread and raises
+:class:`ShapeError` for bad input. ``impl(xp, *inputs, out, **attrs)`` runs on a device with
+``xp`` the array module (``numpy`` or ``cupy``) and writes its result into ``out`` (one array,
+or a tuple of arrays for ops with several outputs). One implementation serves every device.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from minerva.common.errors import ShapeError
+
+
+class ArraySpec(NamedTuple):
+    """Shape and dtype of an array that does not exist yet."""
+
+    shape: tuple
+    dtype: np.dtype
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the array will take."""
+        return math.prod(self.shape) * self.dtype.itemsize
+
+
+class OpDef:
+    """One registered op: its name, shape rule, kernel and number of outputs."""
+
+    __slots__ = ("name", "infer", "impl", "n_outputs", "priority")
+
+    def __init__(self, name: str, infer: Callable, impl: Callable, n_outputs: int = 1,
+                 priority: int = 0):
+        self.name = name
+        self.infer = infer
+        self.impl = impl
+        self.n_outputs = n_outputs
+        self.priority = priority
+
+    def __repr__(self) -> str:
+        return f"OpDef({self.name!r})"
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def register(name: str, infer: Callable, impl: Callable, n_outputs: int = 1,
+             priority: int = 0) -> OpDef:
+    """Register op ``name``; a name can be registered once."""
+    if name in _REGISTRY:
+        raise ValueError(f"op {name!r} is already registered")
+    op = OpDef(name, infer, impl, n_outputs, priority)
+    _REGISTRY[name] = op
+    return op
+
+
+def get(name: str) -> OpDef:
+    """The op registered as ``name``."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"no op named {name!r}") from None
+
+
+def names() -> list[str]:
+    """Names of every registered op, sorted."""
+    return sorted(_REGISTRY)
+
+
+def spec(shape, dtype) -> ArraySpec:
+    """An ArraySpec with a tuple shape of Python ints and a NumPy dtype."""
+    return ArraySpec(tuple(int(n) for n in shape), np.dtype(dtype))
+
+
+def shape_error(op: str, message: str, *specs: Any) -> ShapeError:
+    """A ShapeError whose message names the op and the offending shapes and dtypes."""
+    shown = ", ".join(_describe(s) for s in specs)
+    return ShapeError(f"{op}: {message}" + (f" (got {shown})" if shown else ""))
+
+
+def _describe(item: Any) -> str:
+    if isinstance(item, ArraySpec):
+        return f"{item.shape} {item.dtype}"
+    return repr(item)

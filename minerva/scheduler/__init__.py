@@ -1,0 +1,1 @@
+"""Schedulers: the threaded DagScheduler and its synchronous twin, the naive engine."""

@@ -1,0 +1,120 @@
+"""Pure state transitions of the DAG runtime.
+
+Every function here runs under the engine's lock, touches only node fields and the
+PhysicalDag, and returns what the caller must do next (ops that became ready, data nodes
+that died). None of them block, call a device, or start a thread, so tests drive them
+directly and assert whole runtime-info tables.
+
+Lifecycle of an op: ``register_op`` (state PENDING, ``n_waiting`` = inputs not computed
++ 1 registration hold) -> ``release_hold`` (READY when nothing is outstanding) ->
+``start_run`` (RUNNING; returns an input's error when the op is poisoned) ->
+``complete_op`` (COMPLETED or FAILED; wakes consumers, drops input counts).
+
+A data node is *dead* when its producer is done, no consumer is pending (``rc == 0``) and
+no handle or copy-cache hold remains (``extern_rc == 0``). A dead node is marked once and
+handed back to the caller, who frees it with ``delete_data``.
+"""
+from __future__ import annotations
+
+from minerva.dag.nodes import COMPLETED, FAILED, READY, RUNNING, DataNode, OpNode
+from minerva.dag.physical_dag import PhysicalDag
+
+
+def register_op(dag: PhysicalDag, op_def, attrs: dict, inputs: list, out_specs,
+                device_id: int, created_at) -> OpNode:
+    """Create an op node with its outputs, count its inputs, and insert it (still held)."""
+    op = OpNode(op_def, attrs, inputs, device_id, created_at)
+    for data in inputs:
+        data.rc += 1
+        if data.state < COMPLETED:
+            op.n_waiting += 1
+            data.waiting_ops.append(op)
+    op.outputs = [DataNode(spec, device_id, op, created_at) for spec in out_specs]
+    dag.add_op(op)
+    return op
+
+
+def release_hold(op: OpNode) -> bool:
+    """Drop the registration hold; True when the op is ready to run."""
+    op.n_waiting -= 1
+    if op.n_waiting == 0:
+        op.state = READY
+        return True
+    return False
+
+
+def start_run(op: OpNode):
+    """Mark the op running; return the first failed input's error (the op is poisoned)."""
+    op.state = RUNNING
+    for data in op.inputs:
+        if data.error is not None:
+            return data.error
+    return None
+
+
+def complete_op(dag: PhysicalDag, op: OpNode, error) -> tuple[list[OpNode], list[DataNode]]:
+    """Finish ``op`` (failed when ``error`` is set): settle outputs, wake consumers, drop
+    input counts. Returns ``(ready_ops, dead_data)``."""
+    op.state = COMPLETED if error is None else FAILED
+    op.error = error
+    dag.finish_op(op)
+    ready: list[OpNode] = []
+    dead: list[DataNode] = []
+    for out in op.outputs:
+        _settle_output(out, op.state, error, ready)
+        if _is_dead(out):
+            out.dead = True
+            dead.append(out)
+    for data in op.inputs:
+        data.rc -= 1
+        if _is_dead(data):
+            data.dead = True
+            dead.append(data)
+    return ready, dead
+
+
+def release_handle(data: DataNode) -> bool:
+    """One handle (or copy-cache hold) on ``data`` is gone; True when it just died."""
+    data.extern_rc -= 1
+    if _is_dead(data):
+        data.dead = True
+        return True
+    return False
+
+
+def delete_data(dag: PhysicalDag, data: DataNode) -> tuple[object, list[DataNode]]:
+    """Remove a dead node; return its block (to free outside the lock) and the cached
+    copies that died with it."""
+    dag.remove_data(data)
+    block, data.block, data.array = data.block, None, None
+    dead: list[DataNode] = []
+    if data.copies:
+        for copy in data.copies.values():
+            if release_handle(copy):
+                dead.append(copy)
+        data.copies = None
+    return block, dead
+
+
+def is_live(data: DataNode) -> bool:
+    """Whether a node can still be used (not dead)."""
+    return not data.dead
+
+
+def _settle_output(out: DataNode, state: int, error, ready: list) -> None:
+    out.state = state
+    out.error = error
+    out.producer = None
+    for consumer in out.waiting_ops:
+        consumer.n_waiting -= 1
+        if consumer.n_waiting == 0:
+            consumer.state = READY
+            ready.append(consumer)
+    out.waiting_ops = None
+    if out.waiter is not None:
+        out.waiter.set()
+
+
+def _is_dead(data: DataNode) -> bool:
+    return (data.rc == 0 and data.extern_rc == 0 and data.state >= COMPLETED
+            and not data.dead)

@@ -1,0 +1,137 @@
+"""The scheduler's pure state transitions, driven by hand without threads or devices."""
+from __future__ import annotations
+
+import numpy as np
+
+from minerva.dag.nodes import COMPLETED, FAILED, READY, RUNNING, STATE_NAMES
+from minerva.dag.physical_dag import PhysicalDag
+from minerva.ops.registry import OpDef, spec
+from minerva.scheduler import state
+
+OP = OpDef("test_op", infer=None, impl=None)
+F32 = spec((2,), np.float32)
+
+
+def register(dag, *inputs):
+    return state.register_op(dag, OP, {}, list(inputs), [F32], 0, ("t.py", 1))
+
+
+def table(dag, *nodes):
+    """Runtime info of ``nodes`` as comparable tuples."""
+    rows = []
+    for node in nodes:
+        if hasattr(node, "n_waiting"):
+            rows.append(("op", STATE_NAMES[node.state], node.n_waiting))
+        else:
+            rows.append(("data", STATE_NAMES[node.state], node.rc, node.extern_rc, node.dead))
+    return rows
+
+
+def test_registration_holds_the_op_until_released():
+    dag = PhysicalDag()
+    a = register(dag)
+    assert table(dag, a) == [("op", "pending", 1)]
+    assert state.release_hold(a) is True
+    assert table(dag, a, a.outputs[0]) == [("op", "ready", 0), ("data", "pending", 0, 1, False)]
+
+
+def test_consumer_waits_for_pending_inputs_and_counts_references():
+    dag = PhysicalDag()
+    a = register(dag)
+    state.release_hold(a)
+    x = a.outputs[0]
+    b = register(dag, x, x)
+    assert state.release_hold(b) is False
+    assert table(dag, b, x) == [("op", "pending", 2), ("data", "pending", 2, 1, False)]
+    assert state.start_run(a) is None and a.state == RUNNING
+    ready, dead = state.complete_op(dag, a, None)
+    assert ready == [b] and dead == []
+    assert table(dag, b, x) == [("op", "ready", 0), ("data", "completed", 2, 1, False)]
+    assert dag.stats()["n_op_nodes"] == 1 and dag.stats()["n_completed_total"] == 1
+
+
+def test_op_on_computed_input_is_ready_at_once():
+    dag = PhysicalDag()
+    a = register(dag)
+    state.release_hold(a)
+    state.start_run(a)
+    state.complete_op(dag, a, None)
+    b = register(dag, a.outputs[0])
+    assert table(dag, b) == [("op", "pending", 1)]
+    assert state.release_hold(b) is True and b.state == READY
+
+
+def test_input_dies_when_last_consumer_finishes_without_handles():
+    dag = PhysicalDag()
+    a = register(dag)
+    state.release_hold(a)
+    x = a.outputs[0]
+    b = register(dag, x)
+    state.release_hold(b)
+    assert state.release_handle(x) is False  # still pending and consumed
+    state.start_run(a)
+    ready, dead = state.complete_op(dag, a, None)
+    assert dead == [] and ready == [b]
+    state.start_run(b)
+    ready, dead = state.complete_op(dag, b, None)
+    assert dead == [x] and x.dead
+    assert table(dag, x) == [("data", "completed", 0, 0, True)]
+    block, more = state.delete_data(dag, x)
+    assert more == [] and x.node_id not in dag.data
+
+
+def test_output_nobody_holds_dies_on_completion_and_only_once():
+    dag = PhysicalDag()
+    a = register(dag)
+    state.release_hold(a)
+    y = a.outputs[0]
+    assert state.release_handle(y) is False  # pending: producer not done
+    state.start_run(a)
+    _, dead = state.complete_op(dag, a, None)
+    assert dead == [y] and y.dead
+    y.extern_rc += 1  # a stray handle count coming back and going again
+    assert state.release_handle(y) is False  # already marked: not handed out twice
+
+
+def test_failure_is_stored_on_outputs_and_poisons_consumers():
+    dag = PhysicalDag()
+    a = register(dag)
+    state.release_hold(a)
+    b = register(dag, a.outputs[0])
+    state.release_hold(b)
+    error = RuntimeError("boom")
+    state.start_run(a)
+    ready, _ = state.complete_op(dag, a, error)
+    assert ready == [b] and a.outputs[0].error is error and a.outputs[0].state == FAILED
+    assert state.start_run(b) is error
+    state.complete_op(dag, b, error)
+    assert b.outputs[0].state == FAILED and dag.stats()["n_failed_total"] == 2
+
+
+def test_deleting_a_source_drops_its_copy_cache_holds():
+    dag = PhysicalDag()
+    a = register(dag)
+    state.release_hold(a)
+    x = a.outputs[0]
+    c = register(dag, x)  # plays the copy op; its output is the cached copy
+    state.release_hold(c)
+    copy = c.outputs[0]
+    x.copies = {1: copy}
+    for op in (a, c):
+        state.start_run(op)
+        state.complete_op(dag, op, None)
+    assert table(dag, copy) == [("data", "completed", 0, 1, False)]
+    assert state.release_handle(x) is True
+    _, more = state.delete_data(dag, x)
+    assert more == [copy] and copy.dead and x.copies is None
+
+
+def test_waiter_is_woken_on_completion():
+    import threading
+    dag = PhysicalDag()
+    a = register(dag)
+    state.release_hold(a)
+    a.outputs[0].waiter = threading.Event()
+    state.start_run(a)
+    state.complete_op(dag, a, None)
+    assert a.outputs[0].waiter.is_set() and a.outputs[0].state == COMPLETED
