@@ -76,3 +76,17 @@ def assert_settled(*held) -> None:
 def rng():
     """A seeded NumPy generator."""
     return np.random.default_rng(1234)
+
+
+@pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def device_kind(request) -> str:
+    """A runtime whose current device is a CPU device, then a GPU (skipped without one).
+    Op tests take this fixture so every op runs on every kind of device."""
+    mv.init()
+    if request.param == "gpu":
+        if mv.get_gpu_device_count() == 0:
+            pytest.skip("no GPU (CuPy with a CUDA driver) on this machine")
+        mv.set_device(mv.create_gpu_device(0))
+    else:
+        mv.set_device(mv.create_cpu_device())
+    return request.param

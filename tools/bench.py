@@ -1,0 +1,19 @@
+"""minerva's benchmark harness: each scenario runs minerva and its baseline side by side in
+one process and prints the ratios.
+
+    python tools/bench.py dispatch            # one scenario
+    python tools/bench.py all --json out.json # every scenario, figures also as JSON
+    python tools/bench.py --list
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from benchmarks.harness import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

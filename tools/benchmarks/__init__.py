@@ -1,0 +1,1 @@
+"""Benchmark scenarios of tools/bench.py; each module registers its scenarios."""

@@ -1,0 +1,107 @@
+"""dispatch: per-op cost of the runtime on tiny ops — a dependent chain and a batch of
+independent ops — for minerva (dag and naive engines), plain NumPy, and Dask's threaded
+scheduler on the same graph (when dask is installed)."""
+from __future__ import annotations
+
+import numpy as np
+
+import minerva as mv
+from benchmarks.harness import scenario, table, timed
+
+
+def minerva_chain(n: int):
+    def run():
+        x = mv.zeros(4)
+        for _ in range(n):
+            x = x + 1
+        x.wait()
+    return run
+
+
+def minerva_independent(n: int):
+    def run():
+        base = mv.zeros(4)
+        outs = [base + i for i in range(n)]
+        mv.wait_for_all()
+        del outs
+    return run
+
+
+def numpy_chain(n: int):
+    def run():
+        x = np.zeros(4, np.float32)
+        for _ in range(n):
+            x = x + 1
+    return run
+
+
+def numpy_independent(n: int):
+    def run():
+        base = np.zeros(4, np.float32)
+        [base + i for i in range(n)]
+    return run
+
+
+def dask_chain(n: int):
+    import dask.threaded
+    graph = {("x", 0): (np.zeros, 4, np.float32)}
+    for i in range(1, n + 1):
+        graph[("x", i)] = (np.add, ("x", i - 1), 1)
+    return lambda: dask.threaded.get(graph, ("x", n))
+
+
+def dask_independent(n: int):
+    import dask.threaded
+    graph = {"base": (np.zeros, 4, np.float32)}
+    for i in range(n):
+        graph[("y", i)] = (np.add, "base", i)
+    keys = [("y", i) for i in range(n)]
+    return lambda: dask.threaded.get(graph, keys)
+
+
+def _with_engine(engine: str, build):
+    def run():
+        mv.shutdown()
+        mv.init(engine=engine)
+        mv.create_cpu_device()
+        timing = build()
+        return timing
+    return run
+
+
+def measure(n_chain: int, n_independent: int, repeat: int) -> dict:
+    """Microseconds per op for each system and graph."""
+    rows = {}
+    for engine in ("dag", "naive"):
+        mv.shutdown()
+        mv.init(engine=engine)
+        rows[f"minerva-{engine}"] = (timed(minerva_chain(n_chain), repeat),
+                                     timed(minerva_independent(n_independent), repeat))
+        mv.shutdown()
+    rows["numpy"] = (timed(numpy_chain(n_chain), repeat),
+                     timed(numpy_independent(n_independent), repeat))
+    try:
+        rows["dask-threaded"] = (timed(dask_chain(n_chain), max(1, repeat // 2)),
+                                 timed(dask_independent(n_independent), max(1, repeat // 2)))
+    except ImportError:
+        pass
+    return {name: (chain / n_chain * 1e6, indep / n_independent * 1e6)
+            for name, (chain, indep) in rows.items()}
+
+
+@scenario("dispatch")
+def dispatch(args) -> dict:
+    """Chain of 20k tiny ops and 2k independent ones; microseconds per op."""
+    n_chain, n_independent = (2_000, 500) if args.quick else (20_000, 2_000)
+    per_op = measure(n_chain, n_independent, args.repeat)
+    rows = [(name, f"{chain:.2f}", f"{indep:.2f}") for name, (chain, indep) in per_op.items()]
+    table(f"dispatch: us/op (chain of {n_chain}, {n_independent} independent)", rows,
+          ("system", "chain us/op", "independent us/op"))
+    ratios = {}
+    if "dask-threaded" in per_op:
+        dag, dask = per_op["minerva-dag"], per_op["dask-threaded"]
+        ratios = {"dask_over_dag_chain": dask[0] / dag[0],
+                  "dask_over_dag_independent": dask[1] / dag[1]}
+    ratios["dag_over_numpy_chain"] = per_op["minerva-dag"][0] / per_op["numpy"][0]
+    print("  ratios: " + ", ".join(f"{k}={v:.2f}x" for k, v in ratios.items()))
+    return {"us_per_op": per_op, "ratios": ratios}

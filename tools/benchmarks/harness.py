@@ -1,0 +1,100 @@
+"""The harness: a registry of scenarios, timing helpers, and the command line."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import platform
+import statistics
+import time
+from typing import Callable
+
+SCENARIOS: dict[str, Callable] = {}
+MODULES = ("dispatch", "memory", "conv", "overlap", "steps", "gpu", "trace")
+
+
+def scenario(name: str):
+    """Register ``function(args) -> dict`` as scenario ``name``; the dict holds its figures
+    (and ``ratios``: name -> value) for the JSON output."""
+    def register(function):
+        SCENARIOS[name] = function
+        return function
+    return register
+
+
+def timed(function, repeat: int = 5, warmup: int = 1) -> float:
+    """Median wall time in seconds of ``function()`` over ``repeat`` runs."""
+    for _ in range(warmup):
+        function()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def interleaved(functions: dict, repeat: int = 5, warmup: int = 1) -> dict:
+    """Median seconds of each named function, run in turns so drift hits all alike."""
+    for function in functions.values():
+        for _ in range(warmup):
+            function()
+    samples = {name: [] for name in functions}
+    for _ in range(repeat):
+        for name, function in functions.items():
+            start = time.perf_counter()
+            function()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def table(title: str, rows: list[tuple], header: tuple) -> None:
+    """Print an aligned table."""
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
+    print(f"\n== {title}")
+    for row in (header, *rows):
+        print("  ".join(str(x).rjust(w) for x, w in zip(row, widths)))
+
+
+def machine() -> dict:
+    """What the figures were measured on."""
+    import numpy
+    import os
+    return {"python": platform.python_version(), "numpy": numpy.__version__,
+            "machine": platform.machine(), "cpus": os.cpu_count(),
+            "processor": platform.processor() or platform.uname().machine}
+
+
+def _load_all() -> None:
+    for module in MODULES:
+        try:
+            importlib.import_module(f"benchmarks.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"benchmarks.{module}":
+                raise
+
+
+def main(argv) -> int:
+    """Run the scenarios named on the command line."""
+    _load_all()
+    parser = argparse.ArgumentParser(prog="bench.py", description=__doc__)
+    parser.add_argument("scenarios", nargs="*", help=f"'all' or some of: {sorted(SCENARIOS)}")
+    parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs per figure")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a try")
+    parser.add_argument("--list", action="store_true", help="list the scenarios")
+    args = parser.parse_args(argv)
+    if args.list or not args.scenarios:
+        print("\n".join(sorted(SCENARIOS)))
+        return 0
+    names = sorted(SCENARIOS) if args.scenarios == ["all"] else args.scenarios
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario(s) {unknown}; choose from {sorted(SCENARIOS)}")
+    results = {"machine": machine()}
+    for name in names:
+        results[name] = SCENARIOS[name](args)
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(results, out, indent=2, default=str)
+    return 0
