@@ -13,23 +13,25 @@ from minerva.common.errors import MinervaError, ShapeError
 from minerva.dag.nodes import STATE_NAMES
 from minerva.ops import registry
 from minerva.ops.dtypes import is_scalar
-from minerva.system import get_system
+from minerva.ops.elementwise import BINARY
+from minerva import system as _system
 
 OPS = registry._REGISTRY
+SCALAR_OP = {name: name + "_scalar" for name in BINARY}
+_SCALAR_TYPES = (int, float, bool, complex, np.generic)
 
 
 def apply_op(op_def, inputs, **attrs):
     """Build ``op_def`` over NArrays ``inputs`` on the current device; its NArray result
     (a tuple of NArrays for ops with several outputs). Shape errors raise here, at once."""
-    system = get_system()
+    system = _system._SYSTEM or _system.get_system()
     engine = system.engine
-    nodes = []
+    nodes = [x._node for x in inputs]
     for x in inputs:
         if x._engine is not engine:
             raise MinervaError("this NArray belongs to a minerva runtime that was shut down")
-        nodes.append(x._node)
     try:
-        out_specs = op_def.infer(*(node.spec for node in nodes), **attrs)
+        out_specs = op_def.infer(*[node.spec for node in nodes], **attrs)
     except ShapeError as err:
         err.add_note(f"in op '{op_def.name}' built at {format_callsite(user_callsite())}")
         raise
@@ -42,11 +44,13 @@ def apply_op(op_def, inputs, **attrs):
 def binary(name: str, a: "NArray", b, reverse: bool = False):
     """``a <name> b`` (``b <name> a`` when ``reverse``) for an NArray ``a`` and an NArray,
     scalar or array-like ``b``; NotImplemented for other operand types."""
+    if isinstance(b, _SCALAR_TYPES):
+        return apply_op(OPS[SCALAR_OP[name]], [a], scalar=b, reverse=reverse)
     if isinstance(b, NArray):
         return apply_op(OPS[name], [b, a] if reverse else [a, b])
     if is_scalar(b):
         scalar = b[()] if isinstance(b, np.ndarray) else b
-        return apply_op(OPS[name + "_scalar"], [a], scalar=scalar, reverse=reverse)
+        return apply_op(OPS[SCALAR_OP[name]], [a], scalar=scalar, reverse=reverse)
     if isinstance(b, (np.ndarray, list, tuple)):
         from minerva.creation import array
         return binary(name, a, array(b), reverse)

@@ -49,7 +49,7 @@ class System:
         if config.engine == "naive":
             return NaiveEngine(self.dag, self.devices, self.hooks, config.max_pending)
         return DagScheduler(self.dag, self.devices, self.hooks, config.max_pending,
-                            config.dispatchers)
+                            config.dispatchers, config.dispatch)
 
     # ---- devices ----------------------------------------------------------------------
 
@@ -75,11 +75,16 @@ class System:
     def run_op(self, op_def, inputs: list, attrs: dict, out_specs) -> list:
         """Register ``op_def`` over data nodes ``inputs`` on the current device, copying
         inputs that live elsewhere; the output data nodes (one handle each)."""
-        device_id = self.current_device()
+        device_id = self._current
+        if device_id is None:
+            device_id = self.current_device()
         created_at = user_callsite()
-        placed = [data if data.device_id == device_id else
-                  self.copy_to(data, device_id, created_at) for data in inputs]
-        return self.engine.submit(op_def, attrs, placed, out_specs, device_id, created_at)
+        for data in inputs:
+            if data.device_id != device_id:
+                inputs = [d if d.device_id == device_id else
+                          self.copy_to(d, device_id, created_at) for d in inputs]
+                break
+        return self.engine.submit(op_def, attrs, inputs, out_specs, device_id, created_at)
 
     def copy_to(self, data, device_id: int, created_at=None):
         """``data``'s copy on ``device_id``, made at most once while ``data`` lives."""
@@ -100,9 +105,9 @@ class System:
 
     def shutdown(self, timeout: float | None = SHUTDOWN_TIMEOUT) -> None:
         """Finish pending work, stop tracing, and stop every thread."""
-        if self.tracer is not None:
-            self.tracer.stop()
         self.engine.shutdown(timeout)
+        if self.tracer is not None:  # after the engine: the trace sees the last ops end
+            self.tracer.stop()
         self.devices.shutdown(timeout)
         log.info("runtime_stopped")
 

@@ -88,15 +88,16 @@ class EventLog:
         return [e for e in self.events if e[0] in events]
 
 
-def build_scheduler(device_kinds, n_dispatchers=0, max_pending=1 << 20):
+def build_scheduler(device_kinds, n_dispatchers=0, max_pending=1 << 20, dispatch="queued"):
     """A DagScheduler over fake devices (``'inline'`` or ``'gated'``); with no dispatcher
-    threads the test pumps it with ``run_pending()``. Returns (scheduler, devices, log)."""
+    threads and queued dispatch the test pumps it with ``run_pending()``.
+    Returns (scheduler, devices, log)."""
     hooks, log = HookBus(), EventLog()
     hooks.subscribe(log)
     kinds = {"inline": InlineDevice, "gated": GatedDevice}
     devices = [kinds[kind](i, hooks) for i, kind in enumerate(device_kinds)]
     scheduler = DagScheduler(PhysicalDag(), DeviceTable(devices), hooks, max_pending,
-                             n_dispatchers)
+                             n_dispatchers, dispatch)
     for device in devices:
         device.listener = scheduler.on_device_complete
         device.store.set_reclaimer(scheduler.reclaim)

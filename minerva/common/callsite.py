@@ -7,14 +7,22 @@ import sys
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
+_INSIDE: dict = {}
+
+
 def user_callsite(skip: int = 2) -> tuple[str, int]:
     """``(filename, lineno)`` of the innermost frame whose code lies outside the package."""
     frame = sys._getframe(skip)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+    inside = _INSIDE
+    while frame is not None:
+        code = frame.f_code
+        known = inside.get(code)
+        if known is None:
+            known = inside[code] = code.co_filename.startswith(_PACKAGE_DIR)
+        if not known:
+            return (code.co_filename, frame.f_lineno)
         frame = frame.f_back
-    if frame is None:
-        return ("<minerva>", 0)
-    return (frame.f_code.co_filename, frame.f_lineno)
+    return ("<minerva>", 0)
 
 
 def format_callsite(site: tuple[str, int] | None) -> str:

@@ -6,6 +6,7 @@ import os
 import re
 
 ENGINES = ("dag", "naive")
+DISPATCH_MODES = ("inline", "queued")
 MEM_POOLS = ("pooled", "round", "naive")
 _SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -16,6 +17,7 @@ class Config:
 
     engine: str = "dag"
     dispatchers: int = 2
+    dispatch: str = "inline"
     mem_pool: str = "pooled"
     mem_limit: int | None = None
     max_pending: int = 1024
@@ -26,6 +28,7 @@ class Config:
     def __post_init__(self):
         _check_choice("MINERVA_ENGINE", self.engine, ENGINES)
         _check_choice("MINERVA_MEM_POOL", self.mem_pool, MEM_POOLS)
+        _check_choice("MINERVA_DISPATCH", self.dispatch, DISPATCH_MODES)
         if self.dispatchers < 1:
             raise ValueError(f"MINERVA_DISPATCHERS must be >= 1, got {self.dispatchers}")
         if self.max_pending < 1:
@@ -72,6 +75,7 @@ def _check_choice(var, value, choices):
 _ENV_FIELDS = {
     "engine": ("MINERVA_ENGINE", str.strip),
     "dispatchers": ("MINERVA_DISPATCHERS", int),
+    "dispatch": ("MINERVA_DISPATCH", str.strip),
     "mem_pool": ("MINERVA_MEM_POOL", str.strip),
     "mem_limit": ("MINERVA_MEM_LIMIT", parse_size),
     "max_pending": ("MINERVA_MAX_PENDING", int),

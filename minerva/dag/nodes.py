@@ -83,7 +83,7 @@ class DataNode:
         self.state = PENDING
         self.rc = 0
         self.extern_rc = 1
-        self.waiting_ops: list[OpNode] = []
+        self.waiting_ops: list[OpNode] | None = None
         self.copies = None
         self.copy_of = None
         self.block = None

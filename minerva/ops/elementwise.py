@@ -28,9 +28,14 @@ def broadcast_shape(name: str, *specs: ArraySpec) -> tuple:
 
 
 def _binary_infer(name, ufunc):
+    cache = {}
+
     def infer(a, b):
-        dtype = dtypes.result_dtype(name, ufunc, a, b)
-        return (ArraySpec(broadcast_shape(name, a, b), dtype),)
+        dtype = cache.get((a.dtype, b.dtype))
+        if dtype is None:
+            dtype = cache[a.dtype, b.dtype] = dtypes.result_dtype(name, ufunc, a, b)
+        shape = a.shape if a.shape == b.shape else broadcast_shape(name, a, b)
+        return (ArraySpec(shape, dtype),)
     return infer
 
 
@@ -41,11 +46,18 @@ def _binary_impl(name):
 
 
 def _scalar_infer(name, ufunc):
+    cache = {}
+    is_power = name == "power"
+
     def infer(a, *, scalar, reverse):
-        operands = (scalar, a) if reverse else (a, scalar)
-        dtype = dtypes.result_dtype(name, ufunc, *operands)
-        dtypes.check_scalar_fits(name, a.dtype, scalar)
-        if name == "power" and not reverse:
+        key = (a.dtype, dtypes.cache_key(scalar), reverse)
+        dtype = cache.get(key)
+        if dtype is None:
+            operands = (scalar, a) if reverse else (a, scalar)
+            dtype = cache[key] = dtypes.result_dtype(name, ufunc, *operands)
+        if type(scalar) is int:
+            dtypes.check_scalar_fits(name, a.dtype, scalar)
+        if is_power and not reverse:
             _check_integer_power(a, scalar)
         return (ArraySpec(a.shape, dtype),)
     return infer

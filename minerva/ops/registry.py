@@ -8,23 +8,34 @@ or a tuple of arrays for ops with several outputs). One implementation serves ev
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 import numpy as np
 
 from minerva.common.errors import ShapeError
 
 
-class ArraySpec(NamedTuple):
-    """Shape and dtype of an array that does not exist yet."""
+class ArraySpec:
+    """Shape, dtype and byte size of an array that does not exist yet (immutable)."""
 
-    shape: tuple
-    dtype: np.dtype
+    __slots__ = ("shape", "dtype", "nbytes")
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes the array will take."""
-        return math.prod(self.shape) * self.dtype.itemsize
+    def __init__(self, shape: tuple, dtype):
+        if not isinstance(dtype, np.dtype):
+            dtype = np.dtype(dtype)
+        self.shape = shape
+        self.dtype = dtype
+        self.nbytes = math.prod(shape) * dtype.itemsize
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, ArraySpec) and self.shape == other.shape
+                and self.dtype == other.dtype)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self) -> str:
+        return f"ArraySpec(shape={self.shape}, dtype={self.dtype})"
 
 
 class OpDef:

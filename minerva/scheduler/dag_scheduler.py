@@ -1,20 +1,28 @@
-"""The DagScheduler: dispatcher threads drain a PriorityDispatcherQueue of tasks.
+"""The DagScheduler: the threaded engine (``MINERVA_ENGINE=dag``).
 
-State (see ``Engine``) lives in one place, guarded by one lock. Dispatchers pop a task,
-apply the matching pure transition from ``state`` under the lock, and act on the result
-outside it: a RUN hands the op to its device, a COMPLETE (posted by a device's worker
-through ``on_device_complete``) wakes consumers and queues RUN and DELETE tasks, a DELETE
-frees a dead value's storage, a RELEASE applies queued handle releases. Dispatchers never
-execute kernels; devices never touch the DAG.
+State (see ``Engine``) lives in one place, guarded by one lock, and changes only through the
+pure transitions of ``state``. Work arrives as tasks of four kinds (``TaskKind``): RUN an op
+whose inputs are ready, COMPLETE an op a device finished, DELETE a dead value, RELEASE the
+handles user code dropped. Who handles a task depends on the dispatch mode:
 
-``n_dispatchers=0`` builds a scheduler without threads that a test pumps with
-``run_pending()``, so the order of events is exact.
+- ``inline`` (default): the thread that produces a RUN or COMPLETE handles it at once —
+  the user thread starts ops that are ready when built; a device thread that finished an op
+  applies COMPLETE, frees what died and starts the successors (handing them to their
+  devices). A chain of dependent ops then flows through one device thread without a single
+  thread switch. Dead values found under the lock are freed under it (DELETE at once).
+- ``queued``: every RUN, COMPLETE and DELETE goes through the PriorityDispatcherQueue and
+  is handled by the dispatcher threads, in order of kind, priority and arrival.
+
+In both modes RELEASE tasks (posted by finalizers, which must never take the engine lock)
+go to the dispatcher threads, and dispatchers never execute kernels. ``n_dispatchers=0``
+builds a scheduler without threads that a test pumps with ``run_pending()``.
 """
 from __future__ import annotations
 
 import threading
 import time
 
+from minerva.common.config import DISPATCH_MODES
 from minerva.common.logging import get_logger
 from minerva.scheduler import state
 from minerva.scheduler.engine import Engine, op_failure
@@ -28,14 +36,18 @@ def _priority(op) -> int:
 
 
 class DagScheduler(Engine):
-    """The threaded engine (``MINERVA_ENGINE=dag``)."""
+    """The threaded engine; see the module docstring for who handles which task."""
 
-    def __init__(self, dag, devices, hooks, max_pending: int, n_dispatchers: int = 2):
+    def __init__(self, dag, devices, hooks, max_pending: int, n_dispatchers: int = 2,
+                 dispatch: str = "inline"):
         super().__init__(dag, devices, hooks, max_pending)
+        if dispatch not in DISPATCH_MODES:
+            raise ValueError(f"dispatch mode must be one of {DISPATCH_MODES}, got {dispatch!r}")
+        self.inline = dispatch == "inline"
         self.queue = PriorityDispatcherQueue()
         self._release_posted = False
         self._handlers = {TaskKind.RUN: self._on_run, TaskKind.COMPLETE: self._on_complete,
-                          TaskKind.DELETE: self._on_delete, TaskKind.RELEASE: self._on_release}
+                          TaskKind.DELETE: self._delete_one, TaskKind.RELEASE: self._on_release}
         self._threads = [threading.Thread(target=self._dispatch_loop, daemon=True,
                                           name=f"minerva-dispatcher-{i}")
                          for i in range(n_dispatchers)]
@@ -43,22 +55,27 @@ class DagScheduler(Engine):
             thread.start()
 
     def submit(self, op_def, attrs, inputs, out_specs, device_id, created_at):
-        """Register the op; queue a RUN at once if its inputs are already computed."""
+        """Register the op; start it at once if its inputs are already computed."""
         with self._lock:
-            self._check_open()
-            self._wait_for_room_locked()
+            if self.closed or self.n_inflight >= self.max_pending:
+                self._check_open()
+                self._wait_for_room_locked()
+            if self._releases:
+                self._free_locked(self._drain_releases_locked())
             op = self._register_locked(op_def, attrs, inputs, out_specs, device_id,
                                        created_at)
             ready = state.release_hold(op)
         if ready:
-            self.hooks.op_ready(op)
-            self.queue.put(TaskKind.RUN, op, op.priority)
+            self._start((op,))
         return op.outputs
 
     def on_device_complete(self, op, exc: BaseException | None) -> None:
-        """A device finished ``op`` (``exc`` set when it raised): queue its COMPLETE."""
+        """A device finished ``op`` (``exc`` set when it raised): its COMPLETE task."""
         op.error = None if exc is None else op_failure(op, exc)
-        self.queue.put(TaskKind.COMPLETE, op)
+        if self.inline:
+            self._start(self._finish(op, op.error, exc is not None))
+        else:
+            self.queue.put(TaskKind.COMPLETE, op)
 
     def run_pending(self, max_tasks: int | None = None) -> int:
         """Handle queued tasks on the calling thread (for thread-less tests); the count."""
@@ -70,6 +87,43 @@ class DagScheduler(Engine):
             self._handle(*task)
             n_done += 1
         return n_done
+
+    # ---- transitions ------------------------------------------------------------------
+
+    def _finish(self, op, error, origin: bool) -> list:
+        """COMPLETE: settle the op, free what died (inline) or queue its DELETEs; the ops
+        that became ready."""
+        with self._lock:
+            ready, dead = self._complete_locked(op, error, origin)
+            if dead and self.inline:
+                self._free_locked(dead)
+        if dead and not self.inline:
+            self.queue.put_many(TaskKind.DELETE, dead)
+        return ready
+
+    def _start(self, ops: list) -> None:
+        """RUN ready ops: hand each to its device (inline) or queue it; a poisoned op
+        completes at once, and its consumers in turn (a loop, not recursion)."""
+        op_ready = self.hooks.op_ready
+        for op in ops:
+            op_ready(op)
+        if not self.inline:
+            self.queue.put_many(TaskKind.RUN, ops, _priority)
+            return
+        work = list(ops)
+        while work:
+            work.extend(self._run(work.pop()))
+
+    def _run(self, op) -> list:
+        poison = state.start_run(op)
+        if poison is None:
+            self.devices.get(op.device_id).submit(op)
+            return []
+        self.hooks.op_poisoned(op, poison)
+        ready = self._finish(op, poison, origin=False)
+        for follower in ready:
+            self.hooks.op_ready(follower)
+        return ready
 
     # ---- dispatcher side ----------------------------------------------------------------
 
@@ -89,40 +143,16 @@ class DagScheduler(Engine):
         self.hooks.dispatch(kind, node, t0, time.perf_counter_ns())
 
     def _on_run(self, op) -> None:
-        poison = state.start_run(op)
-        if poison is not None:
-            self.hooks.op_poisoned(op, poison)
-            self._finish(op, poison, origin=False)
-            return
-        self.devices.get(op.device_id).submit(op)
-
-    def _on_complete(self, op) -> None:
-        self._finish(op, op.error, origin=op.error is not None)
-
-    def _finish(self, op, error, origin: bool) -> None:
-        with self._lock:
-            ready, dead = self._complete_locked(op, error, origin)
-        self._queue_followers(ready, dead)
-
-    def _queue_followers(self, ready, dead) -> None:
-        if dead:
-            self.queue.put_many(TaskKind.DELETE, dead)
+        ready = self._run(op)
         if ready:
-            for op in ready:
-                self.hooks.op_ready(op)
             self.queue.put_many(TaskKind.RUN, ready, _priority)
 
-    def _on_delete(self, data) -> None:
-        more = self._delete_one(data)
-        if more:
-            self.queue.put_many(TaskKind.DELETE, more)
+    def _on_complete(self, op) -> None:
+        self._start(self._finish(op, op.error, origin=op.error is not None))
 
     def _on_release(self, _node) -> None:
         self._release_posted = False
-        with self._lock:
-            dead = self._drain_releases_locked()
-        if dead:
-            self.queue.put_many(TaskKind.DELETE, dead)
+        self.flush_releases()
 
     # ---- engine hooks ---------------------------------------------------------------------
 
@@ -130,10 +160,6 @@ class DagScheduler(Engine):
         if not self._release_posted:
             self._release_posted = True
             self.queue.put(TaskKind.RELEASE, None)
-
-    def _delete(self, dead) -> None:
-        if dead:
-            self.queue.put_many(TaskKind.DELETE, dead)
 
     def _stop_threads(self, timeout) -> None:
         for _ in self._threads:

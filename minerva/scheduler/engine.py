@@ -50,9 +50,15 @@ class Engine:
 
     def release(self, data) -> None:
         """One handle on ``data`` is gone. Safe from any thread and from finalizers: it
-        never takes the engine lock, only queues the release."""
+        never takes the engine lock, only queues the release.
+
+        Queued releases are applied by the next op registered or completed; only when no op
+        is in flight (so no completion will come) is a RELEASE task posted. An op that
+        completes concurrently decrements ``n_inflight`` before it drains the queue, so a
+        release appended too late for its drain sees the decremented count."""
         self._releases.append(data)
-        self._kick_releases()
+        if self.n_inflight == 0:
+            self._kick_releases()
 
     def wait(self, data, timeout: float | None = None) -> None:
         """Block until ``data`` is computed; raise its stored error."""
@@ -86,8 +92,7 @@ class Engine:
         """Apply queued handle releases now and free what died."""
         if self._releases:
             with self._lock:
-                dead = self._drain_releases_locked()
-            self._delete(dead)
+                self._free_locked(self._drain_releases_locked())
 
     def stats(self) -> dict:
         """The DAG's counts (see ``PhysicalDag.stats``)."""
@@ -114,10 +119,6 @@ class Engine:
 
     def _stop_threads(self, timeout) -> None:
         """Stop any threads the engine owns (subclasses)."""
-
-    def _delete(self, dead) -> None:
-        """Free the storage of dead data nodes (subclasses decide where)."""
-        raise NotImplementedError
 
     # ---- shared pieces, called with the lock held unless named otherwise --------------
 
@@ -151,17 +152,24 @@ class Engine:
         self.n_deleting += len(dead)
         return dead
 
-    def _delete_one(self, data) -> list:
-        """Remove one dead node under the lock and free its storage outside it."""
+    def _free_locked(self, dead: list) -> None:
+        """Delete dead nodes (and copies that die with them) and free their blocks now."""
+        n_counted = len(dead)
+        devices, hooks, dag = self.devices, self.hooks, self.dag
+        for data in dead:  # grows while we walk it: cached copies die with their source
+            block, more = state.delete_data(dag, data)
+            if block is not None:
+                devices.get(data.device_id).free(block)
+            hooks.data_deleted(data)
+            dead.extend(more)
+        self.n_deleting -= n_counted
+        if self._n_sleepers and self.n_deleting == 0:
+            self._changed.notify_all()
+
+    def _delete_one(self, data) -> None:
+        """The DELETE task: remove one dead node and free its storage."""
         with self._lock:
-            block, more = state.delete_data(self.dag, data)
-            self.n_deleting += len(more) - 1
-            if self._n_sleepers and self.n_deleting == 0:
-                self._changed.notify_all()
-        if block is not None:
-            self.devices.get(data.device_id).free(block)
-        self.hooks.data_deleted(data)
-        return more
+            self._free_locked([data])
 
     def _wait_for_room_locked(self) -> None:
         if self.n_inflight >= self.max_pending:

@@ -3,11 +3,11 @@ thread, through the same ops, devices, stores and node bookkeeping as the DAG sc
 It is the debugging twin and the reference in tests.
 
 Handle releases from finalizers are queued and applied at the next engine call (an op,
-a wait, a stats query), never inside the finalizer.
+a wait, a stats query), never inside the finalizer. Kernels run on the caller's thread
+under the caller's NumPy error state, so NumPy's floating-point warnings show as NumPy
+would show them (device worker threads silence them).
 """
 from __future__ import annotations
-
-import numpy as np
 
 from minerva.scheduler import state
 from minerva.scheduler.engine import Engine, op_failure
@@ -18,9 +18,10 @@ class NaiveEngine(Engine):
 
     def submit(self, op_def, attrs, inputs, out_specs, device_id, created_at):
         """Register the op and run it now on this thread."""
-        self.flush_releases()
         with self._lock:
             self._check_open()
+            if self._releases:
+                self._free_locked(self._drain_releases_locked())
             op = self._register_locked(op_def, attrs, inputs, out_specs, device_id,
                                        created_at)
             state.release_hold(op)
@@ -38,15 +39,9 @@ class NaiveEngine(Engine):
         if error is not None:
             self.hooks.op_poisoned(op, error)
         else:
-            with np.errstate(all="ignore"):  # as on device workers: no FP warnings
-                exc = self.devices.get(op.device_id).run_inline(op)
+            exc = self.devices.get(op.device_id).run_inline(op)
             if exc is not None:
                 error, origin = op_failure(op, exc), True
         with self._lock:
             _ready, dead = self._complete_locked(op, error, origin)
-        self._delete(dead)
-
-    def _delete(self, dead) -> None:
-        pending = list(dead)
-        while pending:
-            pending.extend(self._delete_one(pending.pop()))
+            self._free_locked(dead)

@@ -28,7 +28,10 @@ def register_op(dag: PhysicalDag, op_def, attrs: dict, inputs: list, out_specs,
         data.rc += 1
         if data.state < COMPLETED:
             op.n_waiting += 1
-            data.waiting_ops.append(op)
+            if data.waiting_ops is None:
+                data.waiting_ops = [op]
+            else:
+                data.waiting_ops.append(op)
     op.outputs = [DataNode(spec, device_id, op, created_at) for spec in out_specs]
     dag.add_op(op)
     return op
@@ -55,19 +58,20 @@ def start_run(op: OpNode):
 def complete_op(dag: PhysicalDag, op: OpNode, error) -> tuple[list[OpNode], list[DataNode]]:
     """Finish ``op`` (failed when ``error`` is set): settle outputs, wake consumers, drop
     input counts. Returns ``(ready_ops, dead_data)``."""
-    op.state = COMPLETED if error is None else FAILED
+    final = COMPLETED if error is None else FAILED
+    op.state = final
     op.error = error
     dag.finish_op(op)
     ready: list[OpNode] = []
     dead: list[DataNode] = []
     for out in op.outputs:
-        _settle_output(out, op.state, error, ready)
-        if _is_dead(out):
+        _settle_output(out, final, error, ready)
+        if out.rc == 0 and out.extern_rc == 0:
             out.dead = True
             dead.append(out)
     for data in op.inputs:
         data.rc -= 1
-        if _is_dead(data):
+        if data.rc == 0 and data.extern_rc == 0 and not data.dead:
             data.dead = True
             dead.append(data)
     return ready, dead
@@ -105,12 +109,13 @@ def _settle_output(out: DataNode, state: int, error, ready: list) -> None:
     out.state = state
     out.error = error
     out.producer = None
-    for consumer in out.waiting_ops:
-        consumer.n_waiting -= 1
-        if consumer.n_waiting == 0:
-            consumer.state = READY
-            ready.append(consumer)
-    out.waiting_ops = None
+    if out.waiting_ops is not None:
+        for consumer in out.waiting_ops:
+            consumer.n_waiting -= 1
+            if consumer.n_waiting == 0:
+                consumer.state = READY
+                ready.append(consumer)
+        out.waiting_ops = None
     if out.waiter is not None:
         out.waiter.set()
 

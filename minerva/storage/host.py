@@ -18,4 +18,4 @@ class HostAllocator:
 
     def view(self, chunk: np.ndarray, offset: int, nbytes: int, shape: tuple, dtype) -> np.ndarray:
         """``nbytes`` bytes of ``chunk`` at ``offset`` as an array of ``shape`` and ``dtype``."""
-        return chunk[offset:offset + nbytes].view(dtype).reshape(shape)
+        return np.ndarray(shape, dtype, chunk, offset)

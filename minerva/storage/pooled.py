@@ -13,8 +13,13 @@ or free (cached in the free index of its stream); :mod:`minerva.storage.arena` k
   retry while it says it may have freed something (at most :data:`RECLAIM_ROUNDS` rounds and
   :data:`RECLAIM_SECONDS` in all); then raise :class:`OutOfMemoryError`.
 
-A Block handed out is never changed by the store afterwards (free segments are separate
-objects); a freed Block must not be freed again (ValueError).
+Fast path: a freed block first waits, unmerged, on a stack of *recent* blocks of its stream
+and size; a request of that exact size takes the newest one back in O(1) (steady-state loops
+allocate the same sizes over and over). Every other decision — best fit, split, merge,
+release, the limit — first returns the recent blocks to the arena, so it sees the pool as if
+they had been merged at once. A recycled Block object is handed out again with ``nbytes``
+set to the new request; otherwise a Block handed out is never changed by the store (free
+segments are separate objects); a freed Block must not be freed again (ValueError).
 """
 from __future__ import annotations
 
@@ -65,6 +70,8 @@ class PooledDataStore(DataStore):
         self._caches = self.strategy.caches
         self._lock = threading.Lock()
         self._arena = Arena()
+        self._recent: dict[tuple, list[Segment]] = {}
+        self._recent_bytes = 0
         self._live: set[Segment] = set()
         self._n_chunks_made = 0
         self._in_use = self._peak = self._reserved = self._peak_reserved = 0
@@ -84,7 +91,7 @@ class PooledDataStore(DataStore):
             raise ValueError(f"cannot allocate a negative number of bytes: {nbytes}")
         size = self._round(nbytes)
         with self._lock:
-            block = self._arena.take(size, nbytes, stream) if self._caches else None
+            block = self._take_cached(size, nbytes, stream) if self._caches else None
             if block is not None:
                 self._n_hits += 1
                 in_use = self._record_alloc(block)
@@ -107,7 +114,12 @@ class PooledDataStore(DataStore):
             self._n_frees += 1
             in_use = self._in_use
             if self._caches:
-                self._arena.give_back(block)
+                stack = self._recent.get((block.stream, block.size))
+                if stack is None:
+                    self._recent[block.stream, block.size] = [block]
+                else:
+                    stack.append(block)
+                self._recent_bytes += block.size
             else:
                 chunk = block.chunk
         if chunk is not None:
@@ -124,6 +136,7 @@ class PooledDataStore(DataStore):
         Chunks with a live block in them stay, with their free parts still cached.
         """
         with self._lock:
+            self._flush_recent()
             whole = self._arena.take_whole_chunks()
         released = sum(seg.size for seg in whole)
         if whole:
@@ -140,7 +153,7 @@ class PooledDataStore(DataStore):
         with self._lock:
             return {
                 "in_use_bytes": self._in_use, "peak_bytes": self._peak,
-                "cached_bytes": self._arena.cached_bytes, "limit_bytes": self.limit_bytes,
+                "cached_bytes": self._cached_bytes(), "limit_bytes": self.limit_bytes,
                 "n_allocs": self._n_allocs, "n_frees": self._n_frees,
                 "n_pool_hits": self._n_hits, "reserved_bytes": self._reserved,
                 "peak_reserved_bytes": self._peak_reserved, "n_mallocs": self._n_mallocs,
@@ -152,6 +165,7 @@ class PooledDataStore(DataStore):
         """A consistent snapshot of every segment, for tests and debugging: sorted tuples
         ``(chunk_id, offset, size, is_free, stream)``."""
         with self._lock:
+            self._flush_recent()
             segs = list(self._live)
             segs.extend(self._arena.free_segments())
             return sorted(((s.chunk_id, s.offset, s.size, s.free, s.stream) for s in segs),
@@ -173,6 +187,7 @@ class PooledDataStore(DataStore):
         in_use)`` or None; a MemoryError from the allocator is appended to ``errors``."""
         with self._lock:
             if self._caches:
+                self._flush_recent()
                 block = self._arena.take(size, nbytes, stream)
                 if block is not None:
                     self._n_hits += 1
@@ -190,6 +205,34 @@ class PooledDataStore(DataStore):
         with self._lock:
             block = self._new_chunk_block(chunk, size, nbytes, stream)
             return block, self._record_alloc(block)
+
+    def _take_cached(self, size, nbytes, stream):
+        """A cached block for the request: the newest recent one of this exact size and
+        stream, else best fit from the arena (after merging the recent ones into it)."""
+        stack = self._recent.get((stream, size))
+        if stack:
+            block = stack.pop()
+            self._recent_bytes -= size
+            block.nbytes = nbytes
+            return block
+        block = self._arena.take(size, nbytes, stream)
+        if block is None and self._recent_bytes:
+            self._flush_recent()
+            block = self._arena.take(size, nbytes, stream)
+        return block
+
+    def _flush_recent(self) -> None:
+        """Return every recent block to the arena (merged with its free neighbours)."""
+        if self._recent_bytes:
+            give_back = self._arena.give_back
+            for stack in self._recent.values():
+                for block in stack:
+                    give_back(block)
+                stack.clear()
+            self._recent_bytes = 0
+
+    def _cached_bytes(self) -> int:
+        return self._arena.cached_bytes + self._recent_bytes
 
     def _new_chunk_block(self, chunk, size, nbytes, stream):
         """A live block covering the whole new ``chunk`` (its bytes already reserved)."""
@@ -251,7 +294,7 @@ class PooledDataStore(DataStore):
             self._n_ooms += 1
             largest = heapq.nlargest(OOM_REPORT_BLOCKS, self._live,
                                      key=operator.attrgetter("nbytes"))
-            state = (self._in_use, self._arena.cached_bytes, self._reserved, len(self._live))
+            state = (self._in_use, self._cached_bytes(), self._reserved, len(self._live))
         message = _oom_message(self, size, nbytes, state, largest, cause)
         log.warning("mem.oom", device_id=self.device_id, request_bytes=nbytes,
                     limit_bytes=self.limit_bytes, in_use_bytes=state[0],
