@@ -12,8 +12,17 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import minerva as mv  # noqa: E402
 
-ENGINES = ("naive", "dag")
+ENGINES = ("naive", "dag", "dag-queued")
 DEVICE_COUNTS = (1, 2, 4)
+
+
+def start_engine(name: str, **options) -> None:
+    """Start the runtime with engine ``name``: ``naive``, ``dag`` (inline dispatch) or
+    ``dag-queued`` (every task through the dispatcher queue)."""
+    if name == "dag-queued":
+        mv.init(engine="dag", dispatch="queued", **options)
+    else:
+        mv.init(engine=name, **options)
 
 
 def minerva_threads() -> list[str]:
@@ -33,7 +42,7 @@ def fresh_runtime():
 @pytest.fixture(params=ENGINES)
 def engine(request) -> str:
     """A runtime started with each engine in turn."""
-    mv.init(engine=request.param)
+    start_engine(request.param)
     return request.param
 
 
@@ -42,7 +51,7 @@ def engine(request) -> str:
 def runtime(request):
     """``(engine, device ids)`` for every engine with 1, 2 and 4 CPU devices."""
     engine_name, n_devices = request.param
-    mv.init(engine=engine_name)
+    start_engine(engine_name)
     devices = [mv.create_cpu_device() for _ in range(n_devices)]
     mv.set_device(devices[0])
     return engine_name, devices

