@@ -64,3 +64,8 @@ def test_init_overrides_the_environment(monkeypatch):
     mv.init(engine="dag", max_pending=9)
     from minerva.system import get_system
     assert get_system().config.engine == "dag" and get_system().engine.max_pending == 9
+
+
+def test_init_takes_sizes_as_text():
+    mv.init(mem_limit="64K")
+    assert mv.memory_stats(mv.create_cpu_device())["limit_bytes"] == 64 << 10

@@ -26,6 +26,8 @@ class Config:
     log: str = "warning"
 
     def __post_init__(self):
+        if isinstance(self.mem_limit, str):
+            object.__setattr__(self, "mem_limit", parse_size(self.mem_limit))
         _check_choice("MINERVA_ENGINE", self.engine, ENGINES)
         _check_choice("MINERVA_MEM_POOL", self.mem_pool, MEM_POOLS)
         _check_choice("MINERVA_DISPATCH", self.dispatch, DISPATCH_MODES)

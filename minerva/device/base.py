@@ -38,6 +38,8 @@ class Device(abc.ABC):
         self.hooks = hooks
         self.listener = listener
         self.track = f"{self.kind}{device_id}"
+        # the device table's ``get``, set by the DeviceManager: finds a copy's source device
+        self.lookup: Callable[[int], "Device"] | None = None
 
     @abc.abstractmethod
     def submit(self, op) -> None:
@@ -66,7 +68,22 @@ class Device(abc.ABC):
             self.allocate(data)
         arrays = [data.array for data in op.inputs]
         out = outputs[0].array if len(outputs) == 1 else tuple(d.array for d in outputs)
+        if op.op.name == "copy" and self._copy_in(op.inputs[0], out):
+            return
         op.op.impl(self.xp, *arrays, out=out, **op.attrs)
+
+    def _copy_in(self, source, out) -> bool:
+        """Let the device holding data node ``source`` copy it into ``out`` its own way (a
+        GPU reads back through pinned memory on its copy stream); False: use the copy op."""
+        lookup = self.lookup
+        if lookup is None or source.device_id == self.device_id:
+            return False
+        return lookup(source.device_id).copy_out(source, out)
+
+    def copy_out(self, data, out) -> bool:
+        """Copy data node ``data`` of this device into ``out``, an array of another device,
+        now; False when this device has no special way (the copy op's kernel does it)."""
+        return False
 
     def allocate(self, data, stream=None) -> None:
         """Give ``data`` a block of this device's store and an array view of it."""

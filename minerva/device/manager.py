@@ -79,6 +79,7 @@ class DeviceManager:
             self._blas_limit = None
 
     def _add(self, device) -> int:
+        device.lookup = self.get
         self._devices.append(device)
         log.info("device_created", device_id=device.device_id, kind=device.kind)
         return device.device_id

@@ -1,0 +1,144 @@
+"""The CUDA facilities a GPU device uses, as one small interface: :class:`CudaLayer`.
+
+:class:`~minerva.device.gpu_device.GpuDevice` reaches CUDA only through a CudaLayer. The real
+one, over CuPy, is ``CupyLayer`` in :mod:`minerva.device.gpu` (the only module of the package
+that imports ``cupy``); ``tests/fake_cuda.py`` simulates the same interface on the host so the
+GPU device's control flow runs in CI without a GPU.
+
+Conventions: ``ordinal`` is a *physical* CUDA device number; streams, events and chunks are
+opaque objects of the layer; device arrays are of the layer's array module ``xp``; host
+staging buffers are 1-D NumPy ``uint8`` arrays; every copy moves ``nbytes`` bytes between
+C-contiguous buffers and is asynchronous on the stream it is given (it may start only after
+the work queued on that stream before it).
+"""
+from __future__ import annotations
+
+import abc
+from typing import Any, ContextManager
+
+
+class CudaLayer(abc.ABC):
+    """Streams, events, device memory, pinned host memory and copies of the CUDA devices."""
+
+    xp: Any = None
+    """The array module of device arrays (``cupy``; NumPy in the test double)."""
+
+    # ---- devices ---------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def device_count(self) -> int:
+        """Number of physical GPUs the driver shows."""
+
+    @abc.abstractmethod
+    def device_name(self, ordinal: int) -> str:
+        """The marketing name of GPU ``ordinal`` (e.g. ``NVIDIA H200``)."""
+
+    @abc.abstractmethod
+    def mem_info(self, ordinal: int) -> tuple[int, int]:
+        """``(free_bytes, total_bytes)`` of GPU ``ordinal`` now, as the driver reports them."""
+
+    # ---- streams and events ----------------------------------------------------------------
+
+    @abc.abstractmethod
+    def new_stream(self, ordinal: int) -> Any:
+        """A new non-blocking stream on GPU ``ordinal`` (it does not wait for the null
+        stream)."""
+
+    @abc.abstractmethod
+    def new_event(self, ordinal: int) -> Any:
+        """A new event on GPU ``ordinal``, without timing data."""
+
+    @abc.abstractmethod
+    def record(self, event: Any, stream: Any) -> None:
+        """Record ``event`` on ``stream``: it completes when the work queued so far does."""
+
+    @abc.abstractmethod
+    def wait(self, stream: Any, event: Any) -> None:
+        """Make later work on ``stream`` wait for ``event`` (which may be of another GPU)."""
+
+    @abc.abstractmethod
+    def synchronize(self, event: Any) -> None:
+        """Block the calling thread until ``event`` completed; raise the GPU's error if the
+        work before it failed. Must not hold the GIL while waiting."""
+
+    @abc.abstractmethod
+    def bind(self, ordinal: int, stream: Any, allocator: Any) -> ContextManager:
+        """A context in which the calling thread's current GPU is ``ordinal``, its current
+        stream ``stream`` (kernels the array module launches go there), and memory the array
+        module allocates comes from ``allocator(nbytes)``; all restored on exit."""
+
+    # ---- memory ----------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def malloc(self, ordinal: int, nbytes: int) -> Any:
+        """A new chunk of ``nbytes`` bytes of GPU ``ordinal``'s memory; MemoryError when the
+        GPU has none left."""
+
+    @abc.abstractmethod
+    def free(self, chunk: Any) -> None:
+        """Give ``chunk`` back to the GPU (device memory is returned once no view of it
+        remains)."""
+
+    @abc.abstractmethod
+    def view(self, chunk: Any, offset: int, nbytes: int, shape: tuple, dtype: Any) -> Any:
+        """An ``xp`` array of ``shape`` and ``dtype`` over ``nbytes`` bytes of ``chunk`` at
+        ``offset``."""
+
+    @abc.abstractmethod
+    def temporary(self, chunk: Any, offset: int, nbytes: int, owner: Any) -> Any:
+        """What the array module's allocator hook returns for ``nbytes`` bytes of ``chunk``
+        at ``offset``: it keeps ``owner`` alive, and drops it when the array module no
+        longer uses the memory."""
+
+    @abc.abstractmethod
+    def pinned(self, nbytes: int) -> Any:
+        """A page-locked host buffer of ``nbytes`` bytes (1-D NumPy ``uint8``); it stays
+        valid while the returned array lives."""
+
+    # ---- copies (asynchronous on ``stream``) -----------------------------------------------
+
+    @abc.abstractmethod
+    def copy_h2d(self, dst: Any, src: Any, nbytes: int, stream: Any) -> None:
+        """Host (pinned ``src``) to device array ``dst``."""
+
+    @abc.abstractmethod
+    def copy_d2h(self, dst: Any, src: Any, nbytes: int, stream: Any) -> None:
+        """Device array ``src`` to host (pinned ``dst``)."""
+
+    @abc.abstractmethod
+    def copy_d2d(self, dst: Any, src: Any, nbytes: int, stream: Any) -> None:
+        """Device array to device array on the same GPU."""
+
+    @abc.abstractmethod
+    def copy_peer(self, dst: Any, dst_ordinal: int, src: Any, src_ordinal: int, nbytes: int,
+                  stream: Any) -> None:
+        """Device array on GPU ``src_ordinal`` to one on GPU ``dst_ordinal`` over peer
+        access (``stream`` is of ``dst_ordinal``)."""
+
+    @abc.abstractmethod
+    def enable_peer_access(self, ordinal: int, peer: int) -> bool:
+        """Let GPU ``ordinal`` read ``peer``'s memory directly; False when the hardware
+        cannot (then copies between them are staged through the host). Idempotent."""
+
+
+class DeviceAllocator:
+    """The store's :class:`~minerva.storage.base.Allocator` over one GPU's memory: chunks
+    come from ``layer.malloc`` and blocks are viewed as ``xp`` arrays."""
+
+    kind = "cuda"
+
+    def __init__(self, layer: CudaLayer, ordinal: int):
+        self.layer = layer
+        self.ordinal = ordinal
+
+    def malloc(self, nbytes: int) -> Any:
+        """A new chunk of ``nbytes`` bytes of the GPU's memory (MemoryError when full)."""
+        return self.layer.malloc(self.ordinal, nbytes)
+
+    def free(self, chunk: Any) -> None:
+        """Return ``chunk`` to the GPU."""
+        self.layer.free(chunk)
+
+    def view(self, chunk: Any, offset: int, nbytes: int, shape: tuple, dtype: Any) -> Any:
+        """``nbytes`` bytes of ``chunk`` at ``offset`` as an ``xp`` array."""
+        return self.layer.view(chunk, offset, nbytes, shape, dtype)

@@ -1,0 +1,260 @@
+"""GPU support over CuPy: the real :class:`CudaLayer`, GPU counting and GPU device creation.
+
+This is the only module of the package that imports ``cupy``, and only inside functions, so
+``import minerva`` works without CuPy. ``load_cuda_layer()`` is the seam: it returns the
+process-wide :class:`CupyLayer` (tests replace it with a host-side double).
+
+- :func:`gpu_device_count` returns 0 when CuPy, a driver or a GPU is missing; never raises.
+- :func:`create_gpu_device` raises :class:`DeviceError` saying why a GPU cannot be used.
+- ``MINERVA_VIRTUAL_GPUS=N`` makes ordinals ``0..N-1`` logical GPUs on physical GPU 0.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from minerva.common.errors import DeviceError
+from minerva.common.logging import get_logger
+from minerva.device.cuda_layer import CudaLayer, DeviceAllocator
+
+log = get_logger("minerva.device")
+
+INSTALL_HINT = ("install CuPy for your CUDA version: pip install 'minerva[gpu]' "
+                "(CUDA 13: pip install cupy-cuda13x)")
+CUDA_ERROR_MEMORY_ALLOCATION = 2
+CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
+SPIN_WAIT = True
+"""Completion threads spin while they wait on an event (lowest latency, one busy core per
+waiting thread); False makes them sleep (``cudaEventBlockingSync``)."""
+
+
+class CupyLayer(CudaLayer):
+    """The CUDA layer over CuPy.
+
+    ``_lock`` guards ``_peer``, the peer-access state of each (device, peer) pair.
+    """
+
+    def __init__(self, cupy):
+        self.cupy = cupy
+        self.xp = cupy
+        self.runtime = cupy.cuda.runtime
+        self._peer: dict[tuple[int, int], bool] = {}
+        self._lock = threading.Lock()
+
+    # ---- devices ---------------------------------------------------------------------------
+
+    def device_count(self) -> int:
+        """Physical GPUs the driver shows."""
+        return int(self.runtime.getDeviceCount())
+
+    def device_name(self, ordinal: int) -> str:
+        """The GPU's name from its properties."""
+        name = self.runtime.getDeviceProperties(ordinal)["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+
+    def mem_info(self, ordinal: int) -> tuple[int, int]:
+        """``(free, total)`` bytes of the GPU (``cudaMemGetInfo``)."""
+        with self.cupy.cuda.Device(ordinal):
+            free, total = self.runtime.memGetInfo()
+        return int(free), int(total)
+
+    # ---- streams and events ----------------------------------------------------------------
+
+    def new_stream(self, ordinal: int):
+        """A non-blocking stream of the GPU."""
+        with self.cupy.cuda.Device(ordinal):
+            return self.cupy.cuda.Stream(non_blocking=True)
+
+    def new_event(self, ordinal: int):
+        """An event without timing data."""
+        with self.cupy.cuda.Device(ordinal):
+            return self.cupy.cuda.Event(block=not SPIN_WAIT, disable_timing=True)
+
+    def record(self, event, stream) -> None:
+        """``cudaEventRecord``, with the stream's GPU current (any thread may call it)."""
+        with self.cupy.cuda.Device(stream.device_id):
+            event.record(stream)
+
+    def wait(self, stream, event) -> None:
+        """``cudaStreamWaitEvent``, with the stream's GPU current."""
+        with self.cupy.cuda.Device(stream.device_id):
+            stream.wait_event(event)
+
+    def synchronize(self, event) -> None:
+        """``cudaEventSynchronize`` (CuPy releases the GIL while it waits)."""
+        event.synchronize()
+
+    @contextlib.contextmanager
+    def bind(self, ordinal: int, stream, allocator):
+        """Current device, current stream and CuPy's allocator hook of this thread."""
+        cuda = self.cupy.cuda
+        with cuda.Device(ordinal), stream, cuda.using_allocator(allocator):
+            yield
+
+    # ---- memory ----------------------------------------------------------------------------
+
+    def malloc(self, ordinal: int, nbytes: int):
+        """A ``cupy.cuda.Memory`` chunk (freed by CuPy once nothing refers to it)."""
+        cuda = self.cupy.cuda
+        try:
+            with cuda.Device(ordinal):
+                return cuda.Memory(nbytes)
+        except self.runtime.CUDARuntimeError as err:
+            if err.status == CUDA_ERROR_MEMORY_ALLOCATION:
+                raise MemoryError(f"cudaMalloc of {nbytes} bytes on GPU {ordinal} "
+                                  f"failed: {err}") from err
+            raise
+
+    def free(self, chunk) -> None:
+        """Nothing to call: CuPy frees the chunk when its last reference (the store's
+        segments, any view) is gone."""
+
+    def view(self, chunk, offset: int, nbytes: int, shape: tuple, dtype):
+        """A CuPy array over the chunk's bytes at ``offset``."""
+        pointer = self.cupy.cuda.MemoryPointer(chunk, offset)
+        return self.cupy.ndarray(shape, dtype, memptr=pointer)
+
+    def temporary(self, chunk, offset: int, nbytes: int, owner):
+        """A MemoryPointer over unowned memory that keeps ``owner`` alive."""
+        cuda = self.cupy.cuda
+        memory = cuda.UnownedMemory(chunk.ptr + offset, nbytes, owner, chunk.device_id)
+        return cuda.MemoryPointer(memory, 0)
+
+    def pinned(self, nbytes: int):
+        """Pinned host memory from CuPy's pinned pool, as a NumPy ``uint8`` array (the array
+        keeps the memory alive; the pool reuses it once the array is gone)."""
+        import numpy
+        memory = self.cupy.cuda.alloc_pinned_memory(nbytes)
+        return numpy.frombuffer(memory, numpy.uint8, nbytes)
+
+    # ---- copies ----------------------------------------------------------------------------
+
+    def copy_h2d(self, dst, src, nbytes: int, stream) -> None:
+        """``cudaMemcpyAsync`` host to device."""
+        self._memcpy(dst.data.ptr, src.ctypes.data, nbytes,
+                     self.runtime.memcpyHostToDevice, stream)
+
+    def copy_d2h(self, dst, src, nbytes: int, stream) -> None:
+        """``cudaMemcpyAsync`` device to host."""
+        self._memcpy(dst.ctypes.data, src.data.ptr, nbytes,
+                     self.runtime.memcpyDeviceToHost, stream)
+
+    def copy_d2d(self, dst, src, nbytes: int, stream) -> None:
+        """``cudaMemcpyAsync`` device to device."""
+        self._memcpy(dst.data.ptr, src.data.ptr, nbytes,
+                     self.runtime.memcpyDeviceToDevice, stream)
+
+    def copy_peer(self, dst, dst_ordinal: int, src, src_ordinal: int, nbytes: int,
+                  stream) -> None:
+        """``cudaMemcpyPeerAsync``."""
+        with self.cupy.cuda.Device(stream.device_id):
+            self.runtime.memcpyPeerAsync(dst.data.ptr, dst_ordinal, src.data.ptr,
+                                         src_ordinal, nbytes, stream.ptr)
+
+    def enable_peer_access(self, ordinal: int, peer: int) -> bool:
+        """``cudaDeviceCanAccessPeer``, then ``cudaDeviceEnablePeerAccess`` once per pair."""
+        with self._lock:
+            state = self._peer.get((ordinal, peer))
+            if state is None:
+                state = self._peer[(ordinal, peer)] = self._try_enable_peer(ordinal, peer)
+            return state
+
+    def _try_enable_peer(self, ordinal: int, peer: int) -> bool:
+        runtime = self.runtime
+        if ordinal == peer or not runtime.deviceCanAccessPeer(ordinal, peer):
+            return ordinal == peer
+        try:
+            with self.cupy.cuda.Device(ordinal):
+                runtime.deviceEnablePeerAccess(peer)
+        except runtime.CUDARuntimeError as err:
+            if err.status != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED:
+                log.warning("gpu_peer_access_failed", ordinal=ordinal, peer=peer,
+                            error=str(err))
+                return False
+        log.info("gpu_peer_access", ordinal=ordinal, peer=peer)
+        return True
+
+    def _memcpy(self, dst_ptr: int, src_ptr: int, nbytes: int, kind: int, stream) -> None:
+        with self.cupy.cuda.Device(stream.device_id):
+            self.runtime.memcpyAsync(dst_ptr, src_ptr, nbytes, kind, stream.ptr)
+
+
+# ---- the seam, counting and creation -------------------------------------------------------
+
+_LAYER: CudaLayer | None = None
+_LAYER_LOCK = threading.Lock()
+
+
+def load_cuda_layer() -> CudaLayer:
+    """The process-wide CUDA layer over CuPy; DeviceError saying why there is none (no
+    CuPy, no driver, no GPU). Tests replace this function to inject a double."""
+    global _LAYER
+    with _LAYER_LOCK:
+        if _LAYER is None:
+            _LAYER = CupyLayer(_import_cupy_with_gpu())
+        return _LAYER
+
+
+def _import_cupy_with_gpu():
+    """``cupy``, after checking that a driver answers and shows at least one GPU."""
+    try:
+        import cupy
+    except ModuleNotFoundError as err:
+        if err.name not in ("cupy", None):
+            raise DeviceError(f"CuPy cannot be imported ({err}); {INSTALL_HINT}") from err
+        raise DeviceError(f"no GPU support: CuPy is not installed; {INSTALL_HINT}") from err
+    except ImportError as err:
+        raise DeviceError(f"CuPy is installed but cannot be imported ({err}); "
+                          f"{INSTALL_HINT}") from err
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as err:  # CuPy imports without a driver; any error means no GPU
+        raise DeviceError(f"CuPy is installed but no CUDA driver or GPU is usable "
+                          f"({type(err).__name__}: {err}); check nvidia-smi and that the "
+                          f"driver supports CuPy's CUDA version") from err
+    if count < 1:
+        raise DeviceError("no CUDA GPU found: the driver reports 0 devices")
+    return cupy
+
+
+def gpu_device_count(config) -> int:
+    """GPUs minerva can use: physical ones, or ``MINERVA_VIRTUAL_GPUS`` logical ones when
+    set and a GPU exists; 0 without CuPy, driver or GPU. Never raises."""
+    try:
+        count = load_cuda_layer().device_count()
+    except Exception as err:  # documented: never raises
+        log.debug("gpu_count_zero", reason=str(err))
+        return 0
+    if count > 0 and config.virtual_gpus:
+        return config.virtual_gpus
+    return max(count, 0)
+
+
+def physical_ordinal(ordinal, n_virtual: int, n_physical: int) -> int:
+    """The physical GPU behind logical GPU ``ordinal``; DeviceError when there is none."""
+    if isinstance(ordinal, bool) or not isinstance(ordinal, int):
+        raise DeviceError(f"a GPU ordinal is an int, got {ordinal!r}")
+    if n_virtual:
+        if 0 <= ordinal < n_virtual:
+            return 0
+        raise DeviceError(f"no GPU {ordinal}: MINERVA_VIRTUAL_GPUS={n_virtual} makes GPUs "
+                          f"0..{n_virtual - 1}, all on physical GPU 0")
+    if 0 <= ordinal < n_physical:
+        return ordinal
+    raise DeviceError(f"no GPU {ordinal}: this machine has {n_physical} GPU(s), ordinals "
+                      f"0..{n_physical - 1} (MINERVA_VIRTUAL_GPUS=N runs N logical GPUs "
+                      f"on GPU 0)")
+
+
+def create_gpu_device(device_id: int, ordinal: int, config, hooks, listener, make_store):
+    """A :class:`GpuDevice` with id ``device_id`` on GPU ``ordinal`` (logical under
+    ``MINERVA_VIRTUAL_GPUS``), its store made by ``make_store(allocator, device_id)``."""
+    from minerva.device.gpu_device import GpuDevice
+    layer = load_cuda_layer()
+    physical = physical_ordinal(ordinal, config.virtual_gpus, layer.device_count())
+    store = make_store(DeviceAllocator(layer, physical), device_id)
+    device = GpuDevice(device_id, store, hooks, listener, layer, ordinal, physical,
+                       n_virtual=config.virtual_gpus)
+    log.info("gpu_device_created", device_id=device_id, ordinal=ordinal, physical=physical,
+             name=layer.device_name(physical))
+    return device
