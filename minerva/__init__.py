@@ -3,7 +3,7 @@ on CPU devices (NumPy) and NVIDIA GPUs (CuPy), one device or many.
 
 See API.md / doc/ for the contract. ``import minerva as mv``.
 """
-from minerva import nn, random  # noqa: F401
+from minerva import nn, random, trace  # noqa: F401
 from minerva.common.errors import (  # noqa: F401
     DeviceError, MinervaError, OpError, OutOfMemoryError, ShapeError, WaitTimeoutError)
 from minerva.creation import (  # noqa: F401

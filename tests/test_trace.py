@@ -1,0 +1,251 @@
+"""mv.trace: recording through the hook bus, the Chrome trace it writes (structure,
+args, flows, counters, failures), MINERVA_TRACE, and a hand-built DAG whose critical path
+and busy fractions are known exactly."""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import minerva as mv
+from minerva.narray import apply_op
+from minerva.ops import registry
+from minerva.trace import chrome, recorder
+from minerva.trace.convert import convert
+from trace_checks import check_chrome_trace, op_slices
+
+HERE = os.path.basename(__file__)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _fail_infer(x, *, message):
+    return (x,)
+
+
+def _fail_impl(xp, x, *, out, message):
+    raise RuntimeError(message)
+
+
+TRACE_FAIL = registry.register("trace_test_fail", _fail_infer, _fail_impl)
+_gate, _entered = threading.Event(), threading.Event()
+
+
+def _hold_impl(xp, x, *, out, message):
+    _entered.set()
+    assert _gate.wait(30), "the test never opened the gate"
+    out[...] = x
+
+
+TRACE_HOLD = registry.register("trace_test_hold", _fail_infer, _hold_impl)
+
+
+def two_device_program():
+    """A few ops on two CPU devices with a copy between them; the result handle."""
+    d0, d1 = mv.create_cpu_device(), mv.create_cpu_device()
+    with mv.device(d0):
+        a = mv.ones((8, 8))
+        b = a @ a
+    with mv.device(d1):
+        c = (b * 2.0).sum()
+    return c
+
+
+def load(path) -> dict:
+    with open(path, encoding="utf-8") as src:
+        return json.load(src)
+
+
+@pytest.mark.parametrize("engine", ["dag", "naive"])
+def test_trace_of_two_devices_is_a_valid_chrome_trace(tmp_path, engine):
+    mv.init(engine=engine)
+    path = tmp_path / "run.json"
+    mv.trace.start(str(path))
+    c = two_device_program()
+    assert float(c) == 8.0 * 8 * 8 * 2
+    assert mv.trace.stop() == str(path)
+    trace = load(path)
+    check_chrome_trace(trace)
+    ops = op_slices(trace)
+    assert [e["args"]["op"] for e in ops] == ["fill", "matmul", "copy", "multiply_scalar",
+                                              "sum"]
+    for event in ops:
+        args = event["args"]
+        assert args["created_at"].startswith(HERE + ":")
+        assert set(args) >= {"op", "node_id", "device", "inputs", "outputs", "deps", "bytes"}
+    matmul, copy = ops[1], ops[2]
+    assert matmul["args"]["outputs"][0].endswith("float32[8, 8] @0")
+    assert matmul["args"]["deps"] == [ops[0]["args"]["node_id"]] * 2
+    assert copy["cat"] == "copy" and copy["name"] == "copy 0\u21921"
+    assert copy["args"]["bytes"] == 8 * 8 * 4 and copy["args"]["from_device"] == 0
+    assert matmul["pid"] != copy["pid"], "one process per device"
+
+
+def test_flows_link_each_producer_to_its_consumers(tmp_path):
+    mv.init()
+    mv.trace.start(str(tmp_path / "t.json"))
+    two_device_program().wait()
+    trace = load(mv.trace.stop())
+    by_id = {e["args"]["node_id"]: e for e in op_slices(trace)}
+    starts = {e["id"]: e for e in trace["traceEvents"] if e["ph"] == "s"}
+    ends = {e["id"]: e for e in trace["traceEvents"] if e["ph"] == "f"}
+    edges = set()
+    for flow_id, start in starts.items():
+        src = next(op for op in by_id.values()
+                   if (op["pid"], op["tid"], op["ts"]) == (start["pid"], start["tid"],
+                                                           start["ts"]))
+        dst = next(op for op in by_id.values()
+                   if (op["pid"], op["tid"], op["ts"]) == (ends[flow_id]["pid"],
+                                                           ends[flow_id]["tid"],
+                                                           ends[flow_id]["ts"]))
+        edges.add((src["args"]["node_id"], dst["args"]["node_id"]))
+    expected = {(dep, node_id) for node_id, op in by_id.items()
+                for dep in op["args"]["deps"] if dep is not None}
+    assert edges == expected and len(edges) == 4
+
+
+def test_memory_counters_follow_the_pool(tmp_path):
+    mv.init()
+    mv.trace.start(str(tmp_path / "t.json"))
+    dev = mv.create_cpu_device()
+    with mv.device(dev):
+        x = mv.zeros((256,))
+        y = x + 1.0
+        y.wait()
+        in_use = mv.memory_stats(dev)["in_use_bytes"]
+    trace = load(mv.trace.stop())
+    memory = [e for e in trace["traceEvents"]
+              if e["ph"] == "C" and e["name"] == "memory in use"]
+    assert memory and max(e["args"]["bytes"] for e in memory) >= 2 * 256 * 4
+    assert memory[-1]["args"]["bytes"] == in_use
+    flight = [e for e in trace["traceEvents"]
+              if e["ph"] == "C" and e["name"] == "ops in flight"]
+    assert flight and flight[-1]["args"]["ops"] == 0
+
+
+def test_a_failed_op_is_marked_with_its_error_and_the_ops_it_poisoned(tmp_path):
+    mv.init()
+    mv.trace.start(str(tmp_path / "t.json"))
+    x = mv.ones(4)
+    bad = apply_op(TRACE_FAIL, [x], message="boom")
+    worse = (bad + 1.0) * 2.0
+    fine = x + 1.0
+    with pytest.raises(mv.OpError):
+        worse.wait(timeout=30)
+    fine.wait(timeout=30)
+    trace = load(mv.trace.stop())
+    check_chrome_trace(trace)
+    failed = [e for e in op_slices(trace) if "error" in e["args"]]
+    assert len(failed) == 1
+    args = failed[0]["args"]
+    assert args["op"] == "trace_test_fail" and "RuntimeError: boom" in args["error"]
+    poisoned = [e for e in trace["traceEvents"] if e.get("cat") == "poisoned"]
+    assert sorted(e["args"]["op"] for e in poisoned) == ["add_scalar", "multiply_scalar"]
+    assert sorted(args["poisoned"]) == sorted(e["args"]["node_id"] for e in poisoned)
+    assert all(e["args"]["poisoned_by"] == args["node_id"] for e in poisoned)
+    assert any(e["ph"] == "i" and e["name"].startswith("FAILED trace_test_fail")
+               for e in trace["traceEvents"])
+
+
+def test_an_op_running_at_the_stop_is_shown_unfinished_and_its_consumer_in_flight(tmp_path):
+    _gate.clear()
+    _entered.clear()
+    mv.init()
+    mv.trace.start(str(tmp_path / "t.json"))
+    x = mv.ones(4)
+    x.wait(timeout=30)
+    held = apply_op(TRACE_HOLD, [x], message="")
+    after = held + 1.0
+    try:
+        assert _entered.wait(30)
+        trace = load(mv.trace.stop())
+    finally:
+        _gate.set()
+    after.wait(timeout=30)
+    check_chrome_trace(trace)
+    last = op_slices(trace)[-1]
+    assert last["args"]["op"] == "trace_test_hold" and last["args"]["unfinished"] is True
+    flight = [e for e in trace["traceEvents"] if e.get("name") == "ops in flight"]
+    assert flight[-1]["args"]["ops"] == 2
+
+
+def test_start_twice_is_an_error_and_stop_without_start_does_nothing(tmp_path):
+    assert mv.trace.stop() is None
+    mv.trace.start(str(tmp_path / "a.json"))
+    with pytest.raises(mv.MinervaError, match="already being recorded"):
+        mv.trace.start(str(tmp_path / "b.json"))
+    assert mv.trace.stop() == str(tmp_path / "a.json")
+    assert mv.trace.stop() is None
+
+
+def test_shutdown_writes_the_trace_after_the_last_op(tmp_path):
+    path = tmp_path / "t.json.gz"
+    mv.trace.start(str(path))
+    x = mv.ones(16) * 3.0
+    del x
+    mv.shutdown(timeout=30)
+    import gzip
+    with gzip.open(path, "rt") as src:
+        trace = json.load(src)
+    check_chrome_trace(trace)
+    assert [e["args"]["op"] for e in op_slices(trace)] == ["fill", "multiply_scalar"]
+
+
+def test_minerva_trace_env_var_records_the_whole_run(tmp_path):
+    path = tmp_path / "env.json"
+    script = ("import minerva as mv\n"
+              "x = mv.arange(10) * 2\n"
+              "print(int(x.sum()))\n")
+    env = dict(os.environ, MINERVA_TRACE=str(path), PYTHONPATH=ROOT)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "90"
+    trace = load(path)
+    check_chrome_trace(trace)
+    assert [e["args"]["op"] for e in op_slices(trace)] == ["arange", "multiply_scalar", "sum"]
+
+
+def test_recorded_events_hold_nothing_the_collector_tracks(tmp_path):
+    """The overhead design: flat tuples of ints, strings and dtypes (see recorder)."""
+    mv.init()
+    mv.trace.start(str(tmp_path / "t.json"))
+    x = mv.ones((4, 4))
+    y = (x @ x).sum(axis=0)
+    y.wait()
+    tracer = mv.system.get_system().tracer
+    gc.collect()
+    events = tracer._recorder.snapshot()
+    assert events and not any(gc.is_tracked(event) for event in events)
+    mv.trace.stop()
+
+
+def test_a_full_recorder_keeps_the_latest_events_and_says_so(tmp_path):
+    mv.trace.start(str(tmp_path / "t.json"), max_events=6)
+    x = mv.zeros(4)
+    for _ in range(10):
+        x = x + 1.0
+    assert float(x.sum()) == 40.0
+    trace = load(mv.trace.stop())
+    check_chrome_trace(trace)
+    assert trace["otherData"]["minerva"]["truncated"] is True
+    assert op_slices(trace)[-1]["args"]["op"] == "sum"
+
+
+def test_convert_keeps_ops_that_started_before_the_recording():
+    rec = recorder.Recorder()
+    t = rec.t_start
+    rec.events.append((recorder.FINISHED, 7, "add", 0, "cpu0", t - 50, None, t + 100, None,
+                       "x.py", 3, 1, 5, 8, np.dtype("float32"), 1, 4))
+    rec.close()
+    recording = convert(rec.snapshot(), rec.t_start, rec.t_stop)
+    (op,) = recording.ops.values()
+    assert (op.t_start, op.t_end, op.created_at) == (0, 100, "x.py:3")
+    assert op.inputs == [{"id": 5, "label": "#5"}] and op.outputs[0]["nbytes"] == 16
+    trace = chrome.build(recording, {0: "cpu0"})
+    check_chrome_trace(trace)
