@@ -1,12 +1,20 @@
-"""2-D convolution: ``conv2d`` and its backward ops, by im2col and one matmul per call.
+"""2-D convolution: ``conv2d`` and its backward ops, by im2col and matmul.
 
 Layout is ``(N, C, H, W)`` for images and ``(O, C, kh, kw)`` for filters. The output size
 follows the floor rule ``Ho = (H + 2*ph - kh) // sh + 1`` (and the same for ``W``); input
 rows or columns that no window reaches get a zero gradient. Padding is with zeros.
 
-im2col is an ``as_strided`` view of the (padded) input, copied once into a ``(N, C*kh*kw,
-Ho*Wo)`` matrix. The backward-data op scatters its columns back with a Python loop over the
-``kh*kw`` kernel taps only: each step is one vectorised add over the whole batch.
+im2col is an ``as_strided`` view of the (padded) input, copied once into a ``(n, C*kh*kw,
+Ho*Wo)`` matrix, and one batched matmul consumes it. On the CPU (``xp`` is NumPy) the kernels
+walk the batch in blocks of images whose columns take about :data:`BLOCK_BYTES`: the columns
+are still in cache when the matmul reads them, and malloc reuses such blocks, where one
+batch-sized temporary is a fresh ``mmap`` whose page faults cost as much as the copy. On a
+GPU the block is the whole batch. The loop is over blocks, never over output pixels.
+
+Backward-data is ``w^T @ dy`` then a col2im scatter-add with a Python loop over the
+``kh*kw`` kernel taps only (each step one vectorised add over the block); at stride 1 with
+``O <= 2*C`` it is instead the stride-1 convolution of ``dy`` with the flipped filters,
+which needs no scatter.
 
 The small window helpers here (:func:`pair`, :func:`out_size`, :func:`pad_hw`,
 :func:`tap`) are shared with the pooling ops.
@@ -16,6 +24,9 @@ from __future__ import annotations
 import numpy as np
 
 from minerva.ops.registry import ArraySpec, register, shape_error, spec
+
+#: On the CPU, the im2col columns of one block of images take about this many bytes.
+BLOCK_BYTES = 2 << 20
 
 
 # ---------------------------------------------------------------- shared window helpers
@@ -115,6 +126,19 @@ def col2im_into(xp, out, cols, kernel, stride, pad, out_hw):
     crop_into(out, dxpad, pad)
 
 
+def batch_blocks(xp, n: int, item_bytes: int) -> list[slice]:
+    """Slices that cover the batch ``range(n)``: on NumPy, blocks of images whose
+    temporaries (``item_bytes`` per image) take about :data:`BLOCK_BYTES`; else one block."""
+    size = n if xp is not np else BLOCK_BYTES // max(1, item_bytes)
+    size = max(1, min(n, size))
+    return [slice(lo, min(n, lo + size)) for lo in range(0, n, size)]
+
+
+def _col_bytes(c: int, kernel, out_hw, dtype) -> int:
+    """Bytes of one image's im2col columns."""
+    return c * kernel[0] * kernel[1] * out_hw[0] * out_hw[1] * np.dtype(dtype).itemsize
+
+
 def _geometry(op: str, stride, pad):
     return pair(stride, "stride", op, 1), pair(pad, "pad", op, 0)
 
@@ -138,10 +162,13 @@ def _conv2d_infer(x: ArraySpec, w: ArraySpec, *bias: ArraySpec, stride=1, pad=0)
 def _conv2d_impl(xp, x, w, *bias, out, stride=1, pad=0):
     stride, pad = _geometry("conv2d", stride, pad)
     n, o, ho, wo = out.shape
-    cols = im2col(xp, x, w.shape[2:], stride, pad, (ho, wo))
-    xp.matmul(w.reshape(o, -1), cols, out=out.reshape(n, o, ho * wo))
-    if bias:
-        out += bias[0].reshape(1, o, 1, 1)
+    kernel = w.shape[2:]
+    wmat, out3 = w.reshape(o, -1), out.reshape(n, o, ho * wo)
+    for rows in batch_blocks(xp, n, _col_bytes(x.shape[1], kernel, (ho, wo), x.dtype)):
+        cols = im2col(xp, x[rows], kernel, stride, pad, (ho, wo))
+        xp.matmul(wmat, cols, out=out3[rows])
+        if bias:
+            out3[rows] += bias[0].reshape(o, 1)
 
 
 # ---------------------------------------------------------------- backward data
@@ -159,9 +186,21 @@ def _bwd_data_impl(xp, dy, w, *, out, x_shape, stride=1, pad=0):
     stride, pad = _geometry("conv2d_backward_data", stride, pad)
     n, o, ho, wo = dy.shape
     c, kh, kw = w.shape[1:]
-    cols = xp.matmul(w.reshape(o, -1).T, dy.reshape(n, o, ho * wo))
-    cols = cols.reshape(n, c, kh, kw, ho, wo)
-    col2im_into(xp, out, cols, (kh, kw), stride, pad, (ho, wo))
+    if stride == (1, 1) and pad[0] < kh and pad[1] < kw and o <= 2 * c:
+        return _bwd_data_by_conv(xp, dy, w, out, pad)
+    wt, dy3 = w.reshape(o, -1).T, dy.reshape(n, o, ho * wo)
+    for rows in batch_blocks(xp, n, _col_bytes(c, (kh, kw), (ho, wo), out.dtype)):
+        cols = xp.matmul(wt, dy3[rows]).reshape(-1, c, kh, kw, ho, wo)
+        col2im_into(xp, out[rows], cols, (kh, kw), stride, pad, (ho, wo))
+
+
+def _bwd_data_by_conv(xp, dy, w, out, pad) -> None:
+    """Stride-1 backward data as a forward conv: ``dy`` padded by ``k - 1 - pad`` with the
+    filters flipped and in/out channels swapped. Same flops, no scatter-add; the columns
+    have ``O`` channels instead of ``C`` (hence the ``O <= 2*C`` rule of the caller)."""
+    kh, kw = w.shape[2:]
+    flipped = xp.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
+    _conv2d_impl(xp, dy, flipped, out=out, pad=(kh - 1 - pad[0], kw - 1 - pad[1]))
 
 
 # ---------------------------------------------------------------- backward filter
@@ -178,16 +217,24 @@ def _bwd_filter_infer(dy: ArraySpec, x: ArraySpec, *, w_shape, stride=1, pad=0):
 def _bwd_filter_impl(xp, dy, x, *, out, w_shape, stride=1, pad=0):
     stride, pad = _geometry("conv2d_backward_filter", stride, pad)
     n, o, ho, wo = dy.shape
-    cols = im2col(xp, x, out.shape[2:], stride, pad, (ho, wo))
-    dy3 = dy.reshape(n, o, ho * wo)
-    flat_out = out.reshape(o, -1)
-    if o <= ho * wo:
-        # (N, O, CK) temporary is no bigger than cols: batched matmul, then sum the batch.
-        xp.sum(xp.matmul(dy3, cols.transpose(0, 2, 1)), axis=0, out=flat_out)
-    else:
-        # One long gemm over N*L; transposed copies keep the temporary small.
-        dyt = dy3.transpose(1, 0, 2).reshape(o, -1)
-        xp.matmul(dyt, cols.transpose(0, 2, 1).reshape(-1, cols.shape[1]), out=flat_out)
+    kernel = out.shape[2:]
+    dy3, flat_out = dy.reshape(n, o, ho * wo), out.reshape(o, -1)
+    flat_out[...] = 0
+    for rows in batch_blocks(xp, n, _col_bytes(x.shape[1], kernel, (ho, wo), x.dtype)):
+        cols = im2col(xp, x[rows], kernel, stride, pad, (ho, wo))
+        flat_out += _filter_grad_t(xp, dy3[rows], cols).T
+
+
+def _filter_grad_t(xp, dy3, cols):
+    """``sum_n cols[n] @ dy3[n].T``: the filter gradient transposed, ``(C*kh*kw, O)``.
+    (This operand order runs faster in BLAS than ``dy3[n] @ cols[n].T``.)"""
+    o, length = dy3.shape[1:]
+    if o <= length:
+        # The (n, CK, O) temporary is no bigger than cols: batched matmul, sum the batch.
+        return xp.matmul(cols, dy3.transpose(0, 2, 1)).sum(axis=0)
+    # One long gemm over n*L; transposed copies keep the temporary small.
+    cols2 = cols.transpose(1, 0, 2).reshape(cols.shape[1], -1)
+    return xp.matmul(cols2, dy3.transpose(1, 0, 2).reshape(o, -1).T)
 
 
 # ---------------------------------------------------------------- backward bias

@@ -31,6 +31,7 @@ class Engine:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._n_sleepers = 0
+        self._n_reclaimers = 0
         self._releases: collections.deque = collections.deque()
         self._failures: list[OpError] = []
         self.n_inflight = 0
@@ -85,7 +86,11 @@ class Engine:
         self.flush_releases()
         with self._lock:
             had_pending = self.n_deleting > 0
-            self._sleep_until(lambda: self.n_deleting == 0, timeout)
+            self._n_reclaimers += 1
+            try:
+                self._sleep_until(lambda: self.n_deleting == 0, timeout)
+            finally:
+                self._n_reclaimers -= 1
         return had_pending
 
     def flush_releases(self) -> None:
@@ -163,8 +168,13 @@ class Engine:
             hooks.data_deleted(data)
             dead.extend(more)
         self.n_deleting -= n_counted
-        if self._n_sleepers and self.n_deleting == 0:
+        if self._n_sleepers and n_counted and self._deletes_awaited():
             self._changed.notify_all()
+
+    def _deletes_awaited(self) -> bool:
+        """Whether the deletes just done may be what a sleeper waits for: all deletes are
+        done and either nothing is in flight (wait_for_all) or a reclaimer waits."""
+        return self.n_deleting == 0 and (self.n_inflight == 0 or self._n_reclaimers > 0)
 
     def _delete_one(self, data) -> None:
         """The DELETE task: remove one dead node and free its storage."""
