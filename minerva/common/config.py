@@ -20,7 +20,7 @@ class Config:
     dispatch: str = "inline"
     mem_pool: str = "pooled"
     mem_limit: int | None = None
-    max_pending: int = 1024
+    max_pending: int = 64
     virtual_gpus: int = 0
     trace: str | None = None
     log: str = "warning"

@@ -2,16 +2,15 @@
 from __future__ import annotations
 
 import os
-import queue
 import threading
 
 import numpy as np
 
 from minerva.common.logging import get_logger
 from minerva.device.base import Device
+from minerva.device.ready import STOP, ReadyQueue
 
 log = get_logger("minerva.device")
-_STOP = None
 
 
 class CpuDevice(Device):
@@ -27,13 +26,13 @@ class CpuDevice(Device):
     def __init__(self, device_id: int, store, hooks, listener=None, ordinal: int = 0):
         super().__init__(device_id, store, hooks, listener)
         self.ordinal = ordinal
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue = ReadyQueue()
         self._thread = threading.Thread(target=self._work, daemon=True,
                                         name=f"minerva-cpu{device_id}-worker")
         self._thread.start()
 
     def submit(self, op) -> None:
-        """Queue ``op`` for the worker thread."""
+        """Queue ``op`` for the worker thread (which runs its ready ops oldest first)."""
         self._queue.put(op)
 
     def info(self) -> dict:
@@ -46,7 +45,7 @@ class CpuDevice(Device):
 
     def shutdown(self, timeout: float | None = None) -> None:
         """Stop the worker after the ops already queued."""
-        self._queue.put(_STOP)
+        self._queue.put(STOP)
         self._thread.join(timeout)
         if self._thread.is_alive():
             log.warning("cpu_worker_did_not_stop", device=self.device_id)
@@ -56,7 +55,7 @@ class CpuDevice(Device):
         get, run, = self._queue.get, self.run_inline
         while True:
             op = get()
-            if op is _STOP:
+            if op is STOP:
                 return
             exc = run(op)
             self.listener(op, exc)

@@ -20,7 +20,6 @@ the compute stream from the caller's thread, which then waits for it.
 """
 from __future__ import annotations
 
-import queue
 import threading
 import time
 
@@ -32,6 +31,7 @@ from minerva.device.base import Device, detach_traceback
 from minerva.device.gpu_completion import Launched, StreamWatcher
 from minerva.device.gpu_copies import COPY_STREAM, CopyPaths
 from minerva.device.gpu_temporaries import TemporaryAllocator
+from minerva.device.ready import STOP, ReadyQueue
 
 log = get_logger("minerva.device")
 COMPUTE_STREAM = "compute"
@@ -39,7 +39,6 @@ STREAMS = (COMPUTE_STREAM, COPY_STREAM)
 COPY_STREAM_OPS = frozenset({"copy", "from_host"})
 """Ops that only move bytes: they run on the copy stream."""
 
-_STOP = None
 
 
 class GpuDevice(Device):
@@ -67,7 +66,7 @@ class GpuDevice(Device):
         self.copies = CopyPaths(self)
         self._events: dict = {}
         self._last_done = dict.fromkeys(STREAMS, 0)
-        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._inbox = ReadyQueue()
         prefix = f"minerva-gpu{device_id}"
         self._watchers = {name: StreamWatcher(f"{prefix}-{name}-done", self._complete)
                           for name in STREAMS}
@@ -132,7 +131,7 @@ class GpuDevice(Device):
     def shutdown(self, timeout: float | None = None) -> None:
         """Stop the launcher after the ops already queued, then the completion threads after
         their events; return cached memory to the GPU."""
-        self._inbox.put(_STOP)
+        self._inbox.put(STOP)
         self._launcher.join(timeout)
         if self._launcher.is_alive():
             log.warning("gpu_launcher_did_not_stop", device=self.device_id)
@@ -156,7 +155,7 @@ class GpuDevice(Device):
         get, launch, watchers = self._inbox.get, self._launch, self._watchers
         while True:
             op = get()
-            if op is _STOP:
+            if op is STOP:
                 return
             launched = launch(op)
             watchers[launched.stream_name].put(launched)
@@ -210,7 +209,7 @@ class GpuDevice(Device):
         """Report every op submitted from now on as failed (the launcher cannot run)."""
         while True:
             op = self._inbox.get()
-            if op is _STOP:
+            if op is STOP:
                 return
             error = DeviceError(f"GPU {self.physical} cannot run ops: {err!r}")
             self.listener(op, error)

@@ -82,10 +82,12 @@ class Engine:
             raise failure
 
     def reclaim(self, timeout: float) -> bool:
-        """Let pending deletes finish (memory pressure); True if any were pending."""
+        """Let pending deletes finish (memory pressure); True if any handle releases or
+        deletes were pending (so memory may have been freed)."""
+        had_releases = bool(self._releases)
         self.flush_releases()
         with self._lock:
-            had_pending = self.n_deleting > 0
+            had_pending = had_releases or self.n_deleting > 0
             self._n_reclaimers += 1
             try:
                 self._sleep_until(lambda: self.n_deleting == 0, timeout)
