@@ -117,9 +117,18 @@ def _arg_reduction(name):
 argmax, argmin = _arg_reduction("argmax"), _arg_reduction("argmin")
 
 
-def matmul(a, b) -> NArray:
-    """Matrix product (1-D, 2-D and batched operands, as NumPy's ``matmul``)."""
-    return apply_op(OPS["matmul"], [as_narray(a, "matmul"), as_narray(b, "matmul")])
+def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False) -> NArray:
+    """Matrix product (1-D, 2-D and batched operands, as NumPy's ``matmul``).
+
+    ``transpose_a``/``transpose_b`` swap the last two axes of that operand inside the
+    kernel: ``matmul(x, dy, transpose_a=True)`` equals ``x.T @ dy`` without copying ``x.T``.
+    """
+    attrs = {}
+    if transpose_a:
+        attrs["transpose_a"] = True
+    if transpose_b:
+        attrs["transpose_b"] = True
+    return apply_op(OPS["matmul"], [as_narray(a, "matmul"), as_narray(b, "matmul")], **attrs)
 
 
 def reshape(x, shape) -> NArray:

@@ -131,6 +131,21 @@ def test_matmul_shapes(engine, rng, shapes):
     check(mv.matmul(mv.array(a_np), mv.array(b_np)), np.matmul(a_np, b_np))
 
 
+@pytest.mark.parametrize("shape_a, shape_b, ta, tb", [
+    ((3, 2), (3, 4), True, False), ((2, 3), (4, 3), False, True), ((3, 2), (4, 3), True, True),
+    ((5, 3, 2), (3, 4), True, False), ((2, 2, 3), (2, 4, 3), False, True)])
+def test_matmul_transpose_flags(engine, rng, shape_a, shape_b, ta, tb):
+    a_np, b_np = sample(rng, shape_a, np.float64), sample(rng, shape_b, np.float64)
+    want = np.matmul(np.swapaxes(a_np, -1, -2) if ta else a_np,
+                     np.swapaxes(b_np, -1, -2) if tb else b_np)
+    check(mv.matmul(mv.array(a_np), mv.array(b_np), transpose_a=ta, transpose_b=tb), want)
+
+
+def test_matmul_transpose_needs_two_dimensions(engine):
+    with pytest.raises(mv.ShapeError, match="transpose_a"):
+        mv.matmul(mv.ones(3), mv.ones((3, 2)), transpose_a=True)
+
+
 def test_matmul_mixed_dtypes_and_errors(engine, rng):
     a_np, b_np = sample(rng, (2, 3), np.int32), sample(rng, (3, 2), np.float32)
     check(mv.array(a_np) @ mv.array(b_np), a_np @ b_np)

@@ -1,4 +1,6 @@
-"""Matrix products: ``matmul`` for 1-D, 2-D and batched operands, by NumPy's rules."""
+"""Matrix products: ``matmul`` for 1-D, 2-D and batched operands, by NumPy's rules, with
+optional transposition of either operand's last two axes inside the kernel (BLAS reads the
+transposed operand in place: no copy is made, unlike ``a.T @ b``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +10,16 @@ from minerva.ops.elementwise import broadcast_shape
 from minerva.ops.registry import ArraySpec, register, shape_error
 
 
-def _matmul_infer(a: ArraySpec, b: ArraySpec):
+def _swap_last(spec: ArraySpec, flag: bool, name: str) -> ArraySpec:
+    if not flag:
+        return spec
+    if len(spec.shape) < 2:
+        raise shape_error("matmul", f"{name} needs at least 2 dimensions", spec)
+    return ArraySpec(spec.shape[:-2] + spec.shape[:-3:-1], spec.dtype)
+
+
+def _matmul_infer(a: ArraySpec, b: ArraySpec, *, transpose_a=False, transpose_b=False):
+    a, b = _swap_last(a, transpose_a, "transpose_a"), _swap_last(b, transpose_b, "transpose_b")
     if not a.shape or not b.shape:
         raise shape_error("matmul", "operands must have at least one dimension", a, b)
     a_shape = (1,) + a.shape if len(a.shape) == 1 else a.shape
@@ -23,7 +34,11 @@ def _matmul_infer(a: ArraySpec, b: ArraySpec):
     return (ArraySpec(shape, dtypes.result_dtype("matmul", np.matmul, a, b)),)
 
 
-def _matmul_impl(xp, a, b, *, out):
+def _matmul_impl(xp, a, b, *, out, transpose_a=False, transpose_b=False):
+    if transpose_a:
+        a = a.swapaxes(-1, -2)
+    if transpose_b:
+        b = b.swapaxes(-1, -2)
     xp.matmul(a, b, out=out)
 
 
