@@ -1,0 +1,168 @@
+"""How the MNIST apps report: progress bar, a log line per epoch, plot, trace, result line.
+
+The progress bar (tqdm, the ``apps`` extra) goes to stderr; the log lines and the final
+result go to stdout. The last line an app prints is its result as one JSON object.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sys
+
+import structlog
+
+import minerva as mv
+from apps.common import AppError
+
+log = structlog.wrap_logger(  # its own settings: minerva's MINERVA_LOG level does not apply
+    structlog.PrintLogger(sys.stdout),
+    wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+    processors=[structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="%H:%M:%S"),
+                structlog.dev.ConsoleRenderer(colors=False, sort_keys=False)])
+
+
+class History:
+    """Losses, accuracies and times of a run, and its per-epoch log lines."""
+
+    def __init__(self, app_name: str, devices: list[int]):
+        self.app, self.devices = app_name, list(devices)
+        self.losses: list[tuple[int, float]] = []   # (images seen, mean loss since last)
+        self.epochs: list[dict] = []
+        self.test_acc: float | None = None
+        self._seen = self._epoch_sum = self._epoch_images = 0
+
+    def add_loss(self, mean_loss: float, n_images: int) -> None:
+        """Record the mean loss of the last ``n_images`` training images."""
+        self._seen += n_images
+        self._epoch_sum += mean_loss * n_images
+        self._epoch_images += n_images
+        self.losses.append((self._seen, mean_loss))
+
+    def end_epoch(self, epoch: int, seconds: float, val_acc: float) -> None:
+        """Close an epoch: record and log its loss, validation accuracy and time."""
+        record = dict(epoch=epoch, train_loss=self._epoch_sum / max(self._epoch_images, 1),
+                      val_acc=val_acc, epoch_s=seconds,
+                      images_per_s=round(self._epoch_images / max(seconds, 1e-9)))
+        self.epochs.append(record)
+        self._epoch_sum = self._epoch_images = 0
+        log.info("epoch", **{k: round(v, 4) if isinstance(v, float) else v
+                             for k, v in record.items()})
+
+    def as_dict(self) -> dict:
+        """Everything recorded, as JSON-ready values (4 significant digits)."""
+        epochs = [{k: _short(v) for k, v in e.items()} for e in self.epochs]
+        return dict(app=self.app, devices=self.devices, epochs=epochs,
+                    losses=[_short(loss) for _, loss in self.losses],
+                    test_acc=self.test_acc)
+
+
+def _short(value):
+    """A float cut to 4 significant digits; other values as they are."""
+    return float(f"{value:.4g}") if isinstance(value, float) else value
+
+
+class Progress:
+    """A tqdm bar over an epoch's images showing the loss (and images/s); nothing when
+    tqdm is missing or stderr is not a terminal."""
+
+    def __init__(self, epoch: int, n_epochs: int, n_images: int):
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            self.bar = None
+            return
+        self.bar = tqdm(total=n_images, desc=f"epoch {epoch}/{n_epochs}", unit="img",
+                        unit_scale=True, file=sys.stderr, disable=None, leave=True)
+
+    def update(self, n_images: int, loss: float) -> None:
+        """Advance by ``n_images`` and show ``loss``."""
+        if self.bar is not None:
+            self.bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
+            self.bar.update(n_images)
+
+    def close(self) -> None:
+        """Finish the bar."""
+        if self.bar is not None:
+            self.bar.close()
+
+
+# ---------------------------------------------------------------- optional extras
+def trace_api():
+    """minerva's trace module (``mv.trace``); AppError when this minerva has none."""
+    trace = getattr(mv, "trace", None)
+    if trace is None:
+        try:
+            import minerva.trace as trace
+        except ImportError:
+            trace = None
+    if not (hasattr(trace, "start") and hasattr(trace, "stop")):
+        raise AppError("--trace needs minerva's trace API (mv.trace.start/stop), which "
+                       "this installation of minerva does not have")
+    return trace
+
+
+def check_extras(args) -> None:
+    """Fail before training if ``--plot`` or ``--trace`` cannot work."""
+    for flag, path in (("--trace", args.trace), ("--plot", args.plot)):
+        folder = os.path.dirname(os.path.abspath(path)) if path else None
+        if folder and not os.path.isdir(folder):
+            raise AppError(f"{flag} {path}: there is no folder {folder}")
+    if args.trace:
+        trace_api()
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise AppError("--plot needs matplotlib: pip install -e '.[plot]' "
+                           "(or pip install matplotlib)") from None
+
+
+@contextlib.contextmanager
+def tracing(path: str | None):
+    """Record a Chrome trace of the block to ``path`` (nothing when None)."""
+    if not path:
+        yield
+        return
+    trace = trace_api()
+    trace.start(path)
+    try:
+        yield
+    finally:
+        mv.wait_for_all()
+        trace.stop()
+        print(f"trace written to {path}", flush=True)
+
+
+def save_plot(path: str, history: History) -> None:
+    """Training loss against images seen, and validation accuracy per epoch, as a PNG."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    left.plot([n for n, _ in history.losses], [v for _, v in history.losses])
+    left.set(xlabel="training images seen", ylabel="loss", yscale="log",
+             title=f"{history.app}: training loss")
+    right.plot([e["epoch"] for e in history.epochs],
+               [100 * e["val_acc"] for e in history.epochs], marker="o")
+    right.set(xlabel="epoch", ylabel="accuracy (%)", title="validation accuracy")
+    right.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    fig.tight_layout()
+    try:
+        fig.savefig(path)
+    except OSError as err:
+        raise AppError(f"--plot: cannot write {path}: {err}") from None
+    finally:
+        plt.close(fig)
+
+
+def finish(args, history: History) -> None:
+    """Print the test accuracy, save the plot, and print the JSON result line (last)."""
+    print(f"test accuracy: {100 * history.test_acc:.2f}%", flush=True)
+    if args.plot:
+        save_plot(args.plot, history)
+        print(f"plot written to {args.plot}", flush=True)
+    print(json.dumps(history.as_dict()), flush=True)
