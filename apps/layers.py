@@ -34,9 +34,10 @@ def dense(x, w, b):
 
 
 def dense_backward(dy, x, w, need_dx: bool = True) -> tuple:
-    """Gradients ``(dx, dw, db)`` of :func:`dense`; dx is None unless ``need_dx``."""
-    dx = dy @ w.T if need_dx else None
-    return dx, x.T @ dy, dy.sum(axis=0)
+    """Gradients ``(dx, dw, db)`` of :func:`dense`; dx is None unless ``need_dx``.
+    The transposes happen inside the matmul kernels (no copies of ``w.T`` or ``x.T``)."""
+    dx = mv.matmul(dy, w, transpose_b=True) if need_dx else None
+    return dx, mv.matmul(x, dy, transpose_a=True), dy.sum(axis=0)
 
 
 # ---------------------------------------------------------------- convolution
