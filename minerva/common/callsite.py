@@ -10,8 +10,26 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 _INSIDE: dict = {}
 
 
-def user_callsite(skip: int = 2) -> tuple[str, int]:
-    """``(filename, lineno)`` of the innermost frame whose code lies outside the package."""
+def _inside(frame) -> bool:
+    code = frame.f_code
+    known = _INSIDE.get(code)
+    if known is None:
+        known = _INSIDE[code] = code.co_filename.startswith(_PACKAGE_DIR)
+    return known
+
+
+def user_callsite(skip: int = 2, guess: int = 3) -> tuple[str, int]:
+    """``(filename, lineno)`` of the innermost frame whose code lies outside the package.
+
+    Frame objects are made on demand, so walking out one frame at a time costs one object
+    per frame. The user's frame is usually ``guess`` frames further out: look there first,
+    and accept it when the frame just inside it belongs to the package."""
+    try:
+        frame = sys._getframe(skip + guess)
+        if _inside(sys._getframe(skip + guess - 1)) and not _inside(frame):
+            return (frame.f_code.co_filename, frame.f_lineno)
+    except ValueError:  # the stack is shallower than the guess
+        pass
     frame = sys._getframe(skip)
     inside = _INSIDE
     while frame is not None:

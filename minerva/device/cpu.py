@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import threading
+from threading import get_ident
 
 import numpy as np
 
@@ -30,10 +31,14 @@ class CpuDevice(Device):
         self._thread = threading.Thread(target=self._work, daemon=True,
                                         name=f"minerva-cpu{device_id}-worker")
         self._thread.start()
+        self._worker_id = self._thread.ident
 
     def submit(self, op) -> None:
         """Queue ``op`` for the worker thread (which runs its ready ops oldest first)."""
-        self._queue.put(op)
+        if get_ident() == self._worker_id:
+            self._queue.put_own(op)
+        else:
+            self._queue.put(op)
 
     def info(self) -> dict:
         """Kind, ordinal, name, and the store's memory figures."""

@@ -28,6 +28,11 @@ class ReadyQueue:
         """Hand an op (or STOP) to the device."""
         self._inbox.put(op)
 
+    def put_own(self, op) -> None:
+        """Hand an op to the device from its own consumer thread (a worker that just made
+        its next op ready): straight onto the heap, no lock, no wake-up."""
+        heapq.heappush(self._heap, (op.node_id, op))
+
     def get(self):
         """The oldest op given so far (blocks while there is none); STOP comes last."""
         inbox, heap = self._inbox, self._heap

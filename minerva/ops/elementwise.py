@@ -27,6 +27,9 @@ def broadcast_shape(name: str, *specs: ArraySpec) -> tuple:
         raise shape_error(name, "operands could not be broadcast together", *specs) from None
 
 
+_WEAK_TYPES = (int, float, complex, bool)
+
+
 def _binary_infer(name, ufunc):
     cache = {}
 
@@ -34,8 +37,9 @@ def _binary_infer(name, ufunc):
         dtype = cache.get((a.dtype, b.dtype))
         if dtype is None:
             dtype = cache[a.dtype, b.dtype] = dtypes.result_dtype(name, ufunc, a, b)
-        shape = a.shape if a.shape == b.shape else broadcast_shape(name, a, b)
-        return (ArraySpec(shape, dtype),)
+        if a.shape == b.shape:
+            return (a if dtype == a.dtype else ArraySpec(a.shape, dtype),)
+        return (ArraySpec(broadcast_shape(name, a, b), dtype),)
     return infer
 
 
@@ -50,16 +54,17 @@ def _scalar_infer(name, ufunc):
     is_power = name == "power"
 
     def infer(a, *, scalar, reverse):
-        key = (a.dtype, dtypes.cache_key(scalar), reverse)
+        kind = type(scalar)
+        key = (a.dtype, kind if kind in _WEAK_TYPES else dtypes.cache_key(scalar), reverse)
         dtype = cache.get(key)
         if dtype is None:
             operands = (scalar, a) if reverse else (a, scalar)
             dtype = cache[key] = dtypes.result_dtype(name, ufunc, *operands)
-        if type(scalar) is int:
+        if kind is int and a.dtype.kind in "iu":
             dtypes.check_scalar_fits(name, a.dtype, scalar)
         if is_power and not reverse:
             _check_integer_power(a, scalar)
-        return (ArraySpec(a.shape, dtype),)
+        return (a if dtype == a.dtype else ArraySpec(a.shape, dtype),)
     return infer
 
 

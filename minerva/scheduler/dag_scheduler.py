@@ -110,15 +110,18 @@ class DagScheduler(Engine):
         if not self.inline:
             self.queue.put_many(TaskKind.RUN, ops, _priority)
             return
-        work = list(ops)
-        while work:
-            work.extend(self._run(work.pop()))
+        for op in ops:
+            followers = self._run(op)
+            while followers:
+                followers = [f for g in followers for f in self._run(g) or ()]
 
-    def _run(self, op) -> list:
+    def _run(self, op) -> list | None:
+        """RUN one op: hand it to its device; a poisoned op completes at once instead, and
+        its consumers that became ready are returned (to be started in turn)."""
         poison = state.start_run(op)
         if poison is None:
             self.devices.get(op.device_id).submit(op)
-            return []
+            return None
         self.hooks.op_poisoned(op, poison)
         ready = self._finish(op, poison, origin=False)
         for follower in ready:
