@@ -144,3 +144,12 @@ def test_arrays_of_a_shut_down_runtime_are_refused():
     mv.shutdown()
     with pytest.raises(mv.MinervaError, match="shut down"):
         x + 1
+
+
+def test_a_long_poisoned_chain_fails_without_recursion(engine):
+    x = fail(mv.ones(2))
+    for _ in range(3000):  # deeper than Python's recursion limit
+        x = x + 1
+    with pytest.raises(mv.OpError, match="injected"):
+        x.wait(timeout=60)
+    assert float(mv.ones(2).sum()) == 2.0
