@@ -16,6 +16,8 @@ import numpy as np
 import minerva as mv
 from minerva.datasets import DatasetError, load_mnist
 
+from apps import layers
+
 SMOKE_SIZES = {"train": 2560, "val": 500, "test": 1000}
 SMOKE_EPOCHS = 1
 
@@ -28,21 +30,31 @@ class AppError(Exception):
 class App:
     """An app's model and settings.
 
-    ``loss_and_grads(params, x, labels, n_total)`` returns the summed loss of a batch and
-    the gradients of (summed loss / n_total); ``predict(params, x)`` returns logits;
-    ``image_shape`` is one image as the model reads it; ``defaults`` overrides flag defaults;
-    ``train_step`` (see ``apps/train.py``) runs one step over the app's devices;
-    ``max_devices`` is how many devices it can use (None: any number).
+    ``forward(params, x)`` returns the logits of images ``x`` and what ``backward(params,
+    cache, dlogits)`` needs to return the gradients of every parameter; ``image_shape`` is
+    one image as the model reads it; ``defaults`` overrides flag defaults; ``train_step``
+    (see ``apps/train.py``) runs one step over the app's devices; ``max_devices`` is how
+    many devices it can use (None: any number).
     """
 
     name: str
     init_params: Callable
-    loss_and_grads: Callable
-    predict: Callable
+    forward: Callable
+    backward: Callable
     image_shape: tuple
     defaults: dict = dataclasses.field(default_factory=dict)
     train_step: Callable | None = None
     max_devices: int | None = 1
+
+    def loss_and_grads(self, params: dict, x, labels, n_total: int) -> tuple:
+        """Summed loss of a batch and the gradients of (summed loss / ``n_total``)."""
+        logits, cache = self.forward(params, x)
+        dlogits = layers.loss_backward(logits, labels, n_total)
+        return layers.loss_sum(logits, labels), self.backward(params, cache, dlogits)
+
+    def predict(self, params: dict, x):
+        """Logits of images ``x``."""
+        return self.forward(params, x)[0]
 
 
 # ---------------------------------------------------------------- command line

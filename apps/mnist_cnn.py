@@ -62,20 +62,8 @@ def backward(p: dict, c: dict, dlogits) -> dict:
     return g
 
 
-def loss_and_grads(params: dict, x, labels, n_total: int) -> tuple:
-    """Summed loss of a batch and the gradients of (summed loss / ``n_total``)."""
-    logits, cache = forward(params, x)
-    dlogits = layers.loss_backward(logits, labels, n_total)
-    return layers.loss_sum(logits, labels), backward(params, cache, dlogits)
-
-
-def predict(params: dict, x):
-    """Logits of images ``x``."""
-    return forward(params, x)[0]
-
-
-APP = common.App(name="mnist_cnn", init_params=init_params, loss_and_grads=loss_and_grads,
-                 predict=predict, image_shape=(1, 28, 28),
+APP = common.App(name="mnist_cnn", init_params=init_params, forward=forward,
+                 backward=backward, image_shape=(1, 28, 28),
                  defaults=dict(epochs=10, batch_size=64, lr=0.02, lr_decay=0.8))
 
 

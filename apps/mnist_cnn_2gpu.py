@@ -50,7 +50,7 @@ def data_parallel_grads(devices, params, x, y) -> tuple:
     for dev, xd, yd in zip(devices, common.split(x, len(devices)),
                            common.split(y, len(devices))):
         with mv.device(dev):
-            loss, g = mnist_cnn.loss_and_grads(params, mv.array(xd), mv.array(yd), n_total)
+            loss, g = mnist_cnn.APP.loss_and_grads(params, mv.array(xd), mv.array(yd), n_total)
         losses.append(loss)
         grads.append(g)
     used = devices[:len(grads)]

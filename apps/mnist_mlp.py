@@ -47,20 +47,8 @@ def backward(params: dict, cache: list, dlogits) -> dict:
     return grads
 
 
-def loss_and_grads(params: dict, x, labels, n_total: int) -> tuple:
-    """Summed loss of a batch and the gradients of (summed loss / ``n_total``)."""
-    logits, cache = forward(params, x)
-    dlogits = layers.loss_backward(logits, labels, n_total)
-    return layers.loss_sum(logits, labels), backward(params, cache, dlogits)
-
-
-def predict(params: dict, x):
-    """Logits of images ``x``."""
-    return forward(params, x)[0]
-
-
-APP = common.App(name="mnist_mlp", init_params=init_params, loss_and_grads=loss_and_grads,
-                 predict=predict, image_shape=(784,),
+APP = common.App(name="mnist_mlp", init_params=init_params, forward=forward,
+                 backward=backward, image_shape=(784,),
                  defaults=dict(epochs=20, batch_size=100, lr=0.05, lr_decay=0.9))
 
 

@@ -33,7 +33,7 @@ def held_graph():
     """On device 0: x (computed), h = hold(x) (running), y = h + 1 (pending); on device 1:
     the copy of y and z = copy * 2 (pending). Yields the handles; opens the gate after."""
     _gate.clear()
-    mv.init()
+    mv.init(max_pending=4096)  # ops pile up behind the held one: no backpressure here
     d0, d1 = mv.create_cpu_device(), mv.create_cpu_device()
     with mv.device(d0):
         x = mv.ones(4)

@@ -18,8 +18,8 @@ from minerva.common.hooks import HookBus
 from minerva.storage import PooledDataStore, make_store, pooled
 from minerva.storage.host import HostAllocator
 from minerva.storage.pooled import RECLAIM_ROUNDS, RECLAIM_SECONDS
-from minerva.storage.strategies import (GRANULE, ROUND_CUTOFF, STRATEGIES, format_bytes,
-                                        get_strategy)
+from minerva.common.text import format_bytes
+from minerva.storage.strategies import GRANULE, ROUND_CUTOFF, STRATEGIES, get_strategy
 
 
 class FakeChunk:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 
+from minerva.common.text import dot_quote, format_bytes
 from minerva.dag.nodes import COMPLETED, FAILED, STATE_NAMES
 
 FORMATS = ("dot", "text", "json")
@@ -118,14 +119,6 @@ def _value(row: dict) -> str:
     return f"{row['dtype']}[{', '.join(str(n) for n in row['shape'])}]"
 
 
-def _size(nbytes: float) -> str:
-    for unit in ("B", "KiB", "MiB"):
-        if nbytes < 1024:
-            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
-        nbytes /= 1024
-    return f"{nbytes:.1f} GiB"
-
-
 # ---- text -------------------------------------------------------------------------------
 
 def to_text(view: dict, max_label: int = 40) -> str:
@@ -139,7 +132,7 @@ def to_text(view: dict, max_label: int = 40) -> str:
         lines += ["  " + _data_line(row, max_label) for row in sorted(data, key=_id)]
         if device in view["elided"]:
             n, nbytes = view["elided"][device]
-            lines.append(f"  ... {n} computed values held only by handles ({_size(nbytes)})")
+            lines.append(f"  ... {n} computed values held only by handles ({format_bytes(nbytes)})")
     return "\n".join(lines) + "\n"
 
 
@@ -159,7 +152,7 @@ def _data_line(row: dict, max_label: int) -> str:
     origin = (f" from op #{row['producer']}" if row["producer"] is not None else "")
     origin += f" copy of #{row['copy_of']}" if row["copy_of"] is not None else ""
     return (f"data #{row['id']} {_fit(_value(row), max_label)} {row['state']} "
-            f"rc={row['rc']} handles={row['extern_rc']} {_size(row['nbytes'])}{origin}")
+            f"rc={row['rc']} handles={row['extern_rc']} {format_bytes(row['nbytes'])}{origin}")
 
 
 # ---- json -------------------------------------------------------------------------------
@@ -184,14 +177,10 @@ def _json_value(value) -> str:
 
 # ---- dot --------------------------------------------------------------------------------
 
-def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
 def to_dot(view: dict, max_label: int = 40) -> str:
     """The view as a Graphviz digraph: a cluster per device, boxes for ops, ellipses
     for values, colours by state, an edge per input and output."""
-    lines = ["digraph live_dag {", f"  label={_quote(_headline(view))};", "  labelloc=t;",
+    lines = ["digraph live_dag {", f"  label={dot_quote(_headline(view))};", "  labelloc=t;",
              '  node [fontname="Helvetica", fontsize=9, style=filled];',
              '  edge [arrowsize=0.5, color="#777777"];', "  ranksep=0.3; nodesep=0.15;"]
     for device, (ops, data) in _by_device(view).items():
@@ -207,20 +196,20 @@ def to_dot(view: dict, max_label: int = 40) -> str:
 
 def _dot_cluster(view, device, ops, data, max_label) -> list[str]:
     title = f"device {device} ({view['devices'].get(device, '?')})"
-    lines = [f"  subgraph cluster_d{device} {{", f"    label={_quote(title)};",
+    lines = [f"  subgraph cluster_d{device} {{", f"    label={dot_quote(title)};",
              '    style=rounded; color="#999999";']
     for row in sorted(ops, key=_id):
         label = _fit(f"#{row['id']} {row['op']}", max_label) + f"\n{row['state']}"
         label += f"\n{_fit(row['created_at'], max_label)}"
-        lines.append(f"    o{row['id']} [shape=box, label={_quote(label)}, "
+        lines.append(f"    o{row['id']} [shape=box, label={dot_quote(label)}, "
                      f"fillcolor=\"{OP_COLORS.get(row['state'], '#ffffff')}\"];")
     for row in sorted(data, key=_id):
         label = f"#{row['id']}\n{_fit(_value(row), max_label)}"
-        lines.append(f"    d{row['id']} [shape=ellipse, label={_quote(label)}, "
+        lines.append(f"    d{row['id']} [shape=ellipse, label={dot_quote(label)}, "
                      f"fillcolor=\"{DATA_COLORS.get(row['state'], '#ffffff')}\"];")
     if device in view["elided"]:
         n, nbytes = view["elided"][device]
-        label = f"{n} computed values\nheld only by handles\n{_size(nbytes)}"
-        lines.append(f"    elided{device} [shape=note, label={_quote(label)}, "
+        label = f"{n} computed values\nheld only by handles\n{format_bytes(nbytes)}"
+        lines.append(f"    elided{device} [shape=note, label={dot_quote(label)}, "
                      "fillcolor=\"#f4f4f4\"];")
     return lines + ["  }"]

@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from minerva.ops.copy import COPY
+
 Listener = Callable[[Any, "BaseException | None"], None]
 
 
@@ -31,6 +33,8 @@ class Device(abc.ABC):
 
     kind = "abstract"
     xp: Any = None
+    output_stream: Any = None
+    """The stream key kernels write their outputs on (None: a CPU device's one queue)."""
 
     def __init__(self, device_id: int, store, hooks, listener: Listener | None = None):
         self.device_id = device_id
@@ -62,13 +66,14 @@ class Device(abc.ABC):
         return exc
 
     def execute(self, op) -> None:
-        """Allocate the op's outputs from this device's store and run its kernel."""
+        """Allocate the op's outputs from this device's store (for ``output_stream``) and
+        run its kernel."""
         outputs = op.outputs
         for data in outputs:
-            self.allocate(data)
+            self.allocate(data, self.output_stream)
         arrays = [data.array for data in op.inputs]
         out = outputs[0].array if len(outputs) == 1 else tuple(d.array for d in outputs)
-        if op.op.name == "copy" and self._copy_in(op.inputs[0], out):
+        if op.op is COPY and self._copy_in(op.inputs[0], out):
             return
         op.op.impl(self.xp, *arrays, out=out, **op.attrs)
 

@@ -51,6 +51,7 @@ class GpuDevice(Device):
     """
 
     kind = "gpu"
+    output_stream = COMPUTE_STREAM
 
     def __init__(self, device_id: int, store, hooks, listener, layer, ordinal: int,
                  physical: int, n_virtual: int = 0):
@@ -181,15 +182,6 @@ class GpuDevice(Device):
             error = DeviceError(f"GPU {self.physical}: could not record the completion "
                                 f"event of op '{op.op.name}'")
         return Launched(op, stream_name, event, error, keep, t_launch)
-
-    def execute(self, op) -> None:
-        """Allocate the op's outputs for the compute stream and queue its kernels there."""
-        outputs = op.outputs
-        for data in outputs:
-            self.allocate(data, COMPUTE_STREAM)
-        arrays = [data.array for data in op.inputs]
-        out = outputs[0].array if len(outputs) == 1 else tuple(d.array for d in outputs)
-        op.op.impl(self.xp, *arrays, out=out, **op.attrs)
 
     def _record(self, op, stream_name):
         """Record the op's event on its stream and note it for the blocks it wrote."""

@@ -35,7 +35,8 @@ from minerva.common.errors import OutOfMemoryError
 from minerva.common.hooks import NULL_HOOKS
 from minerva.storage.arena import Arena, Segment
 from minerva.storage.base import Block, DataStore
-from minerva.storage.strategies import format_bytes, get_strategy
+from minerva.common.text import format_bytes
+from minerva.storage.strategies import get_strategy
 
 log = get_logger("minerva.storage")
 

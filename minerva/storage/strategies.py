@@ -73,15 +73,3 @@ def get_strategy(name: str | Strategy) -> Strategy:
     except KeyError:
         choices = ", ".join(STRATEGIES)
         raise ValueError(f"unknown memory pool strategy {name!r}; use one of {choices}") from None
-
-
-def format_bytes(nbytes: int) -> str:
-    """``nbytes`` for people: ``512 B``, ``1.5 KiB``, ``3.0 MiB``, ``2.0 GiB``."""
-    if nbytes < 1024:
-        return f"{nbytes} B"
-    value = float(nbytes)
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        value /= 1024
-        if value < 1024 or unit == "TiB":
-            break
-    return f"{value:.1f} {unit}"

@@ -2,6 +2,7 @@
 dependency, the critical path in bold, failed ops red and poisoned ops orange."""
 from __future__ import annotations
 
+from minerva.common.text import dot_quote
 from minerva.trace import analysis
 from minerva.trace.model import Trace, TraceOp
 from minerva.trace.report import fmt_time
@@ -10,14 +11,6 @@ FAILED_COLOR = "#f4a6a6"
 POISONED_COLOR = "#f9d7a6"
 COPY_COLOR = "#cfe3f7"
 OP_COLOR = "#eeeeee"
-
-
-def quote(text: str, limit: int = 48) -> str:
-    """A DOT string literal of ``text`` cut to ``limit`` characters per line."""
-    lines = [line if len(line) <= limit else line[:limit - 1] + "\u2026"
-             for line in str(text).split("\n")]
-    body = "\\n".join(line.replace("\\", "\\\\").replace('"', '\\"') for line in lines)
-    return f'"{body}"'
 
 
 def executed_dag(trace: Trace, max_label: int = 48) -> str:
@@ -46,7 +39,7 @@ def executed_dag(trace: Trace, max_label: int = 48) -> str:
 
 def _cluster(device: int, title: str, ops: list[TraceOp], on_path: set,
              max_label: int) -> list[str]:
-    lines = [f"  subgraph cluster_device{device} {{", f"    label={quote(title)};",
+    lines = [f"  subgraph cluster_device{device} {{", f"    label={dot_quote(title)};",
              '    style="rounded"; color="#999999";']
     for op in sorted(ops, key=lambda o: o.node_id):
         lines.append(f"    n{op.node_id} [{_node_attrs(op, op.node_id in on_path, max_label)}];")
@@ -64,4 +57,4 @@ def _node_attrs(op: TraceOp, critical: bool, max_label: int) -> str:
             text += f"\n{op.error}"
         color = FAILED_COLOR if op.error else COPY_COLOR if op.name == "copy" else OP_COLOR
         extra = ", penwidth=2.5" if critical else ""
-    return f"label={quote(text, max_label)}, fillcolor=\"{color}\"{extra}"
+    return f"label={dot_quote(text, max_label)}, fillcolor=\"{color}\"{extra}"

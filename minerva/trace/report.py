@@ -4,6 +4,7 @@ Each function returns the report as a list of lines; the CLI prints them.
 """
 from __future__ import annotations
 
+from minerva.common.text import format_bytes
 from minerva.trace import analysis
 from minerva.trace.model import Trace
 
@@ -17,15 +18,6 @@ def fmt_time(us: float) -> str:
     if abs(us) >= 1e3:
         return f"{us / 1e3:.2f} ms"
     return f"{us:.1f} us"
-
-
-def fmt_bytes(n: float) -> str:
-    """Bytes with a binary unit."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
 
 
 def table(header: tuple, rows: list) -> list[str]:
@@ -121,11 +113,11 @@ def _copy_section(trace: Trace) -> list[str]:
     found = analysis.copies(trace)
     if not found:
         return ["", "copies: none"]
-    rows = [(f"{src} -> {dst}", n, fmt_bytes(nbytes), fmt_time(us),
+    rows = [(f"{src} -> {dst}", n, format_bytes(nbytes), fmt_time(us),
              f"{nbytes / us / 1e3:.2f} GB/s" if us else "-")
             for (src, dst), (n, nbytes, us) in found.items()]
     total = [sum(v[i] for v in found.values()) for i in range(3)]
-    rows.append(("all", total[0], fmt_bytes(total[1]), fmt_time(total[2]), ""))
+    rows.append(("all", total[0], format_bytes(total[1]), fmt_time(total[2]), ""))
     return ["", "copies"] + table(("devices", "count", "bytes", "time", "rate"), rows)
 
 
@@ -133,7 +125,7 @@ def _memory_section(trace: Trace) -> list[str]:
     peaks = analysis.peak_memory(trace)
     if not peaks:
         return []
-    rows = [(device, fmt_bytes(peak), fmt_time(ts), fmt_bytes(trace.memory[device][-1][1]))
+    rows = [(device, format_bytes(peak), fmt_time(ts), format_bytes(trace.memory[device][-1][1]))
             for device, (peak, ts) in peaks.items()]
     return ["", "memory in use"] + table(("device", "peak", "at", "at end"), rows)
 
