@@ -1,4 +1,4 @@
-"""Every core op against NumPy: values and dtypes identical, under both engines."""
+"""Every core op against NumPy: values and dtypes identical, under every engine."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,6 +6,8 @@ import pytest
 
 import minerva as mv
 from minerva.ops.elementwise import BINARY, UNARY
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NaN/inf on purpose
 
 DTYPES = (np.float32, np.float64, np.int32, np.int64, np.bool_)
 
