@@ -2,7 +2,7 @@
 one process and prints the ratios.
 
     python tools/bench.py dispatch            # one scenario
-    python tools/bench.py all --json out.json # every scenario, figures also as JSON
+    python tools/bench.py all --json out.json # every scenario (each in a fresh interpreter)
     python tools/bench.py --list
 """
 from __future__ import annotations

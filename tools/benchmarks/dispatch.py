@@ -105,3 +105,55 @@ def dispatch(args) -> dict:
     ratios["dag_over_numpy_chain"] = per_op["minerva-dag"][0] / per_op["numpy"][0]
     print("  ratios: " + ", ".join(f"{k}={v:.2f}x" for k, v in ratios.items()))
     return {"us_per_op": per_op, "ratios": ratios}
+
+
+def _op_pieces() -> list[tuple[str, float]]:
+    """Microseconds of the pieces of one tiny op (``x + 1`` on 4 floats), each timed alone."""
+    import threading
+    import time
+    import timeit
+
+    from minerva.common.callsite import user_callsite
+    from minerva.dag.physical_dag import PhysicalDag
+    from minerva.ops import registry
+    from minerva.scheduler import state
+    from minerva.storage import make_store
+    from minerva.storage.host import HostAllocator
+
+    op, spec = registry.get("add_scalar"), registry.spec((4,), np.float32)
+    a, out, dag = np.zeros(4, np.float32), np.zeros(4, np.float32), PhysicalDag()
+    store, lock = make_store(HostAllocator()), threading.Lock()
+
+    def transitions():
+        node = state.register_op(dag, op, {}, [], [spec], 0, None)
+        state.release_hold(node), state.start_run(node), state.complete_op(dag, node, None)
+        dag.remove_data(node.outputs[0])
+
+    def store_round_trip():
+        block = store.alloc(16)
+        store.array(block, (4,), np.float32)
+        store.free(block)
+
+    def lock_round_trip():
+        with lock:
+            pass
+
+    pieces = [("the NumPy kernel np.add(a, 1, out=out)", lambda: np.add(a, 1, out=out)),
+              ("shape/dtype rule (infer, dtype cached)",
+               lambda: op.infer(spec, scalar=1, reverse=False)),
+              ("the user's file:line (callsite)", lambda: user_callsite()),
+              ("pure transitions: register, start, complete, delete", transitions),
+              ("store: alloc + array view + free", store_round_trip),
+              ("one lock round trip", lock_round_trip),
+              ("one perf_counter_ns", time.perf_counter_ns)]
+    n = 100_000
+    return [(name, timeit.timeit(f, number=n) / n * 1e6) for name, f in pieces]
+
+
+@scenario("op-cost")
+def op_cost(args) -> dict:
+    """What one tiny op's pieces cost, each timed alone (compare with ``dispatch``)."""
+    pieces = _op_pieces()
+    table("op-cost: pieces of one tiny op, each timed alone",
+          [(name, f"{us:.2f}") for name, us in pieces], ("piece", "us"))
+    return {"us": dict(pieces)}

@@ -4,8 +4,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import platform
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from typing import Callable
 
@@ -59,7 +63,6 @@ def table(title: str, rows: list[tuple], header: tuple) -> None:
 def machine() -> dict:
     """What the figures were measured on."""
     import numpy
-    import os
     return {"python": platform.python_version(), "numpy": numpy.__version__,
             "machine": platform.machine(), "cpus": os.cpu_count(),
             "processor": platform.processor() or platform.uname().machine}
@@ -72,6 +75,21 @@ def _load_all() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != f"benchmarks.{module}":
                 raise
+
+
+def run_isolated(name: str, args) -> dict:
+    """Run one scenario in a fresh interpreter (so what earlier scenarios imported and
+    left on the heap cannot slow it down); its figures."""
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "bench.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "result.json")
+        command = [sys.executable, script, name, "--repeat", str(args.repeat), "--json", out]
+        if args.quick:
+            command.append("--quick")
+        subprocess.run(command, check=True)
+        with open(out) as result:
+            return json.load(result)[name]
 
 
 def main(argv) -> int:
@@ -93,7 +111,8 @@ def main(argv) -> int:
         parser.error(f"unknown scenario(s) {unknown}; choose from {sorted(SCENARIOS)}")
     results = {"machine": machine()}
     for name in names:
-        results[name] = SCENARIOS[name](args)
+        results[name] = (SCENARIOS[name](args) if len(names) == 1
+                         else run_isolated(name, args))
     if args.json:
         with open(args.json, "w") as out:
             json.dump(results, out, indent=2, default=str)
