@@ -9,10 +9,12 @@ from minerva.common.errors import (  # noqa: F401
 from minerva.creation import (  # noqa: F401
     arange, array, from_numpy, full, ones, ones_like, rand, randb, randn, zeros, zeros_like)
 from minerva.functions import (  # noqa: F401
-    abs, absolute, add, all, any, argmax, argmin, astype, ceil, clip, concatenate, cos,
-    divide, equal, exp, expand_dims, expm1, floor, greater, less, log, log1p, matmul, max,
-    maximum, mean, min, minimum, multiply, negative, power, prod, reciprocal, relu, reshape,
-    sigmoid, sign, sin, sqrt, square, squeeze, stack, subtract, sum, tanh, transpose, where)
+    abs, absolute, add, all, any, arctan2, argmax, argmin, astype, bitwise_and, bitwise_or,
+    bitwise_xor, ceil, clip, concatenate, cos, divide, equal, exp, expand_dims, expm1, floor,
+    floor_divide, greater, greater_equal, invert, less, less_equal, log, log1p, logical_and,
+    logical_not, logical_or, matmul, max, maximum, mean, min, minimum, multiply, negative,
+    not_equal, power, prod, reciprocal, relu, remainder, reshape, sigmoid, sign, sin, sqrt,
+    square, squeeze, stack, subtract, sum, tanh, transpose, where)
 from minerva.narray import NArray  # noqa: F401
 from minerva.runtime import (  # noqa: F401
     create_cpu_device, create_gpu_device, current_device, dag_stats, device, device_info,

@@ -37,6 +37,7 @@ exp, log, sqrt, square, sign, tanh = map(_unary, ("exp", "log", "sqrt", "square"
                                                   "tanh"))
 negative, floor, ceil, sin, cos = map(_unary, ("negative", "floor", "ceil", "sin", "cos"))
 log1p, expm1, reciprocal = map(_unary, ("log1p", "expm1", "reciprocal"))
+invert, logical_not = map(_unary, ("invert", "logical_not"))
 sigmoid, relu = _unary("sigmoid"), _unary("relu")
 abs = absolute = _unary("absolute")
 
@@ -57,10 +58,14 @@ def _checked(result, name, operand):
     return result
 
 
-add, subtract, multiply, divide = map(_binary_function,
-                                      ("add", "subtract", "multiply", "divide"))
-maximum, minimum, power = map(_binary_function, ("maximum", "minimum", "power"))
-equal, less, greater = map(_binary_function, ("equal", "less", "greater"))
+add, subtract, multiply, divide, floor_divide, remainder, power = map(
+    _binary_function, ("add", "subtract", "multiply", "divide", "floor_divide", "remainder",
+                       "power"))
+maximum, minimum, arctan2 = map(_binary_function, ("maximum", "minimum", "arctan2"))
+equal, not_equal, less, less_equal, greater, greater_equal = map(
+    _binary_function, ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"))
+logical_and, logical_or, bitwise_and, bitwise_or, bitwise_xor = map(
+    _binary_function, ("logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor"))
 
 
 def _mixed(name, operands):
