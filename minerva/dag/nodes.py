@@ -26,10 +26,12 @@ class OpNode:
 
     ``n_waiting`` (L) counts inputs not yet computed plus one hold while the op is being
     registered, so the op cannot fire half-built. ``error`` is set when it fails.
+    ``t_created`` is the ``perf_counter_ns`` of its registration; ``trace`` is a slot for a
+    trace recorder (the start time it notes between ``op_started`` and ``op_finished``).
     """
 
     __slots__ = ("node_id", "op", "attrs", "inputs", "outputs", "device_id", "created_at",
-                 "state", "n_waiting", "error", "priority", "t_created", "t_ready", "trace")
+                 "state", "n_waiting", "error", "priority", "t_created", "trace")
 
     def __init__(self, op, attrs: dict, inputs: list, device_id: int, created_at):
         self.node_id = new_node_id()
@@ -44,7 +46,6 @@ class OpNode:
         self.error = None
         self.priority = op.priority
         self.t_created = 0
-        self.t_ready = 0
         self.trace = None
 
     @property

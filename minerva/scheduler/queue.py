@@ -60,9 +60,3 @@ class PriorityDispatcherQueue:
 
     def __len__(self) -> int:
         return len(self._heap)
-
-    def counts(self) -> dict:
-        """Number of queued tasks of each kind, by kind name."""
-        with self._cond:
-            kinds = [entry[0] for entry in self._heap]
-        return {kind.name: kinds.count(kind) for kind in TaskKind if kind in kinds}

@@ -100,11 +100,6 @@ def delete_data(dag: PhysicalDag, data: DataNode) -> tuple[object, list[DataNode
     return block, dead
 
 
-def is_live(data: DataNode) -> bool:
-    """Whether a node can still be used (not dead)."""
-    return not data.dead
-
-
 def _settle_output(out: DataNode, state: int, error, ready: list) -> None:
     out.state = state
     out.error = error
