@@ -117,3 +117,29 @@ def test_interpreter_exit_with_pending_work_is_clean(engine_name):
     assert proc.stdout.strip() == "issued"
     assert "Traceback" not in proc.stderr
     assert time.monotonic() - start < 100
+
+
+def test_several_user_threads_build_ops_at_once(engine):
+    results, errors = {}, []
+
+    def work(k):
+        try:
+            x = mv.full((8,), float(k))
+            for _ in range(300):
+                x = (x * 2 + 1) % 7
+            results[k] = x.to_numpy()
+        except Exception as exc:  # collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == [] and len(results) == 4
+    for k, values in results.items():
+        want = np.full(8, float(k), np.float32)
+        for _ in range(300):
+            want = (want * 2 + 1) % 7
+        np.testing.assert_array_equal(values, want)
+    assert_settled()
