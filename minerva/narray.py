@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from minerva import system as _system
 from minerva.common.callsite import format_callsite, user_callsite
 from minerva.common.errors import MinervaError, ShapeError
 from minerva.dag.nodes import STATE_NAMES
 from minerva.ops import registry
 from minerva.ops.dtypes import is_scalar
 from minerva.ops.elementwise import BINARY
-from minerva import system as _system
 
 OPS = registry._REGISTRY
 SCALAR_OP = {name: name + "_scalar" for name in BINARY}

@@ -60,8 +60,6 @@ class DagScheduler(Engine):
             if self.closed or self.n_inflight >= self.max_pending:
                 self._check_open()
                 self._wait_for_room_locked()
-            if self._releases:
-                self._free_locked(self._drain_releases_locked())
             op = self._register_locked(op_def, attrs, inputs, out_specs, device_id,
                                        created_at)
             ready = state.release_hold(op)

@@ -130,6 +130,8 @@ class Engine:
     # ---- shared pieces, called with the lock held unless named otherwise --------------
 
     def _register_locked(self, op_def, attrs, inputs, out_specs, device_id, created_at):
+        if self._releases:  # apply dropped handles first: their memory may be reused now
+            self._free_locked(self._drain_releases_locked())
         op = state.register_op(self.dag, op_def, attrs, inputs, out_specs, device_id,
                                created_at)
         op.t_created = time.perf_counter_ns()

@@ -20,8 +20,6 @@ class NaiveEngine(Engine):
         """Register the op and run it now on this thread."""
         with self._lock:
             self._check_open()
-            if self._releases:
-                self._free_locked(self._drain_releases_locked())
             op = self._register_locked(op_def, attrs, inputs, out_specs, device_id,
                                        created_at)
             state.release_hold(op)
