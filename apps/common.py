@@ -2,12 +2,14 @@
 
 An app describes its model with an :class:`App` (parameters, forward and backward, the
 shape of one image) and calls :func:`main`; the training loop is in ``apps/train.py`` and
-the reporting (progress bar, log lines, plot, trace, result line) in ``apps/report.py``.
+the reporting (progress bar, log lines, plot, trace, JSON results, summary) in
+``apps/report.py``.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from typing import Callable
 
@@ -85,11 +87,26 @@ def make_parser(app: App, description: str | None) -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, help="stop training after this many steps")
     p.add_argument("--seed", type=int, default=0, help="seed of weights and shuffling")
     p.add_argument("--data-dir", help="folder with mnist.npz or the IDX files")
-    p.add_argument("--trace", metavar="PATH", help="write a Chrome trace of the run")
-    p.add_argument("--plot", metavar="PATH", help="save loss/accuracy curves as a PNG")
+    p.add_argument("--json", metavar="PATH", type=output_path,
+                   help="write the full results (per-epoch figures, losses) as JSON")
+    p.add_argument("--trace", metavar="PATH", type=output_path,
+                   help="write a Chrome trace of the run")
+    p.add_argument("--plot", metavar="PATH", type=output_path,
+                   help="save loss/accuracy curves as a PNG")
     p.add_argument("--smoke", action="store_true",
                    help=f"train on {SMOKE_SIZES['train']} images only (for CI)")
     return p
+
+
+def output_path(text: str) -> str:
+    """``text`` if a file can be written there: its folder exists and it is no folder
+    itself (an argparse ``type``, so a bad path is a usage error before any training)."""
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"{text}: there is no folder {folder}")
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
+    return text
 
 
 def parse_args(app: App, argv=None, description: str | None = None) -> argparse.Namespace:
@@ -169,11 +186,15 @@ def load_data(app: App, args) -> dict:
     return data
 
 
+def device_names(devices: list[int]) -> str:
+    """``"0:cpu:0 (2 cores on host), 1:cpu:1 (...)"``: each device's id and name."""
+    return ", ".join(f"{d}:{mv.device_info(d)['name']}" for d in devices)
+
+
 def describe(data: dict, devices: list[int]) -> str:
     """One line: split sizes and the devices used."""
     sizes = " / ".join(f"{len(data[s][1])} {s}" for s in ("train", "val", "test"))
-    names = ", ".join(f"{d}:{mv.device_info(d)['name']}" for d in devices)
-    return f"MNIST: {sizes} images; devices: {names}"
+    return f"MNIST: {sizes} images; devices: {device_names(devices)}"
 
 
 # ---------------------------------------------------------------- main

@@ -1,20 +1,20 @@
-"""How the MNIST apps report: progress bar, a log line per epoch, plot, trace, result line.
+"""How the MNIST apps report: progress bar, a log line per epoch, plot, trace, results.
 
-The progress bar (tqdm, the ``apps`` extra) goes to stderr; the log lines and the final
-result go to stdout. The last line an app prints is its result as one JSON object.
+The progress bar (tqdm, the ``apps`` extra) goes to stderr; the log lines and a short
+summary at the end go to stdout. The full results (``History.as_dict``) go, as JSON, to
+the file ``--json`` names.
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import logging
-import os
 import sys
 
 import structlog
 
 import minerva as mv
-from apps.common import AppError
+from apps.common import AppError, device_names
 
 log = structlog.wrap_logger(  # its own settings: minerva's MINERVA_LOG level does not apply
     structlog.PrintLogger(sys.stdout),
@@ -32,6 +32,7 @@ class History:
         self.losses: list[tuple[int, float]] = []   # (images seen, mean loss since last)
         self.epochs: list[dict] = []
         self.test_acc: float | None = None
+        self.train_images, self.train_s = 0, 0.0   # over all epochs
         self._seen = self._epoch_sum = self._epoch_images = 0
 
     def add_loss(self, mean_loss: float, n_images: int) -> None:
@@ -47,6 +48,8 @@ class History:
                       val_acc=val_acc, epoch_s=seconds,
                       images_per_s=round(self._epoch_images / max(seconds, 1e-9)))
         self.epochs.append(record)
+        self.train_images += self._epoch_images
+        self.train_s += seconds
         self._epoch_sum = self._epoch_images = 0
         log.info("epoch", **{k: round(v, 4) if isinstance(v, float) else v
                              for k, v in record.items()})
@@ -105,11 +108,8 @@ def trace_api():
 
 
 def check_extras(args) -> None:
-    """Fail before training if ``--plot`` or ``--trace`` cannot work."""
-    for flag, path in (("--trace", args.trace), ("--plot", args.plot)):
-        folder = os.path.dirname(os.path.abspath(path)) if path else None
-        if folder and not os.path.isdir(folder):
-            raise AppError(f"{flag} {path}: there is no folder {folder}")
+    """Fail before training if ``--plot`` or ``--trace`` cannot work (their paths, and
+    ``--json``'s, are checked when the flags are parsed: ``common.output_path``)."""
     if args.trace:
         trace_api()
     if args.plot:
@@ -133,7 +133,6 @@ def tracing(path: str | None):
     finally:
         mv.wait_for_all()
         trace.stop()
-        print(f"trace written to {path}", flush=True)
 
 
 def save_plot(path: str, history: History) -> None:
@@ -159,10 +158,40 @@ def save_plot(path: str, history: History) -> None:
         plt.close(fig)
 
 
+def save_json(path: str, results: dict) -> None:
+    """``results`` as pretty-printed UTF-8 JSON in ``path``."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+    except OSError as err:
+        raise AppError(f"--json: cannot write {path}: {err}") from None
+
+
+def summary(args, history: History) -> list[str]:
+    """A few lines for the terminal: accuracy, loss, speed, devices, files written."""
+    last, n_epochs = history.epochs[-1], len(history.epochs)
+    steps = history.train_images // args.batch_size
+    seconds = max(history.train_s, 1e-9)
+    per_epoch = history.train_s / n_epochs
+    lines = [
+        f"{history.app}: {n_epochs} epoch{'s' * (n_epochs != 1)}, {steps} steps",
+        f"  test accuracy  {100 * history.test_acc:.2f}%",
+        f"  train loss     {last['train_loss']:.4f} (last epoch; validation accuracy "
+        f"{100 * last['val_acc']:.2f}%)",
+        f"  time           {per_epoch:.{1 if per_epoch >= 1 else 3}f} s per epoch, "
+        f"{steps / seconds:.1f} steps/s, {history.train_images / seconds:.0f} images/s",
+        f"  devices        {device_names(history.devices)}",
+        f"  results        {args.json or 'not saved (--json PATH writes them)'}"]
+    lines += [f"  {name:<15}{path}" for name, path in
+              (("plot", args.plot), ("trace", args.trace)) if path]
+    return lines
+
+
 def finish(args, history: History) -> None:
-    """Print the test accuracy, save the plot, and print the JSON result line (last)."""
-    print(f"test accuracy: {100 * history.test_acc:.2f}%", flush=True)
+    """Write the JSON results and the plot (when asked), then print the summary."""
+    if args.json:
+        save_json(args.json, history.as_dict())
     if args.plot:
         save_plot(args.plot, history)
-        print(f"plot written to {args.plot}", flush=True)
-    print(json.dumps(history.as_dict()), flush=True)
+    print("\n".join(summary(args, history)), flush=True)

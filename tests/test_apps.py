@@ -1,11 +1,13 @@
-"""The MNIST example apps: smoke runs as subprocesses (loss falls, accuracy beats a floor),
-and data-parallel training over several devices gives the weights of one-device training.
+"""The MNIST example apps: smoke runs as subprocesses (loss falls, accuracy beats a floor;
+results in the ``--json`` file, a short summary on stdout), the flags, and data-parallel
+training over several devices gives the weights of one-device training.
 
 The smoke runs need real MNIST (downloaded once, ~20 MB, then cached); without it they are
 skipped. The equivalence tests use random images and need nothing.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -22,6 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RUN_TIMEOUT = 90       # seconds for one app run
 DATA_TIMEOUT = 150     # seconds to fetch MNIST the first time
 ACC_FLOOR = {"mnist_mlp": 0.7, "mnist_cnn": 0.7, "mnist_cnn_2gpu": 0.7}
+RESULT_KEYS = {"app", "devices", "epochs", "losses", "test_acc"}
+EPOCH_KEYS = {"epoch", "train_loss", "val_acc", "epoch_s", "images_per_s"}
 
 
 def app_env(**extra) -> dict:
@@ -36,6 +40,18 @@ def run_app(script: str, *flags: str, env=None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, str(ROOT / "apps" / script), *flags]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT,
                           env=env or app_env(), cwd=ROOT)
+
+
+def read_results(path: Path) -> dict:
+    """The results an app wrote with ``--json path``."""
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def assert_summary_only(stdout: str) -> None:
+    """The run ended with the short summary, and no JSON object was printed."""
+    assert "test accuracy" in stdout and "steps/s" in stdout, stdout
+    assert '"test_acc"' not in stdout and '"losses"' not in stdout, stdout
+    assert not any(line.lstrip().startswith("{") for line in stdout.splitlines()), stdout
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +74,10 @@ def mnist_available():
     ("mnist_cnn_2gpu.py", ("--devices", "cpu:2")),
 ])
 def test_smoke_run_learns(mnist_available, tmp_path, script, flags):
-    plot = tmp_path / "curves.png"
-    done = run_app(script, "--smoke", "--plot", str(plot), *flags)
+    plot, results = tmp_path / "curves.png", tmp_path / "results.json"
+    done = run_app(script, "--smoke", "--plot", str(plot), "--json", str(results), *flags)
     assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = read_results(results)
     losses = result["losses"]
     assert len(losses) >= 4 and np.isfinite(losses).all()
     assert np.mean(losses[-2:]) < 0.5 * losses[0], losses
@@ -70,6 +86,33 @@ def test_smoke_run_learns(mnist_available, tmp_path, script, flags):
     assert "epoch" in done.stdout and "val_acc=" in done.stdout   # the per-epoch log line
     assert len(result["devices"]) == (2 if flags else 1)
     assert plot.stat().st_size > 1000
+    assert_summary_only(done.stdout)
+
+
+def test_json_flag_writes_results_and_stdout_has_only_a_summary(mnist_available, tmp_path):
+    path = tmp_path / "run.json"
+    done = run_app("mnist_mlp.py", "--smoke", "--max-steps", "3", "--json", str(path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert_summary_only(done.stdout)
+    summary = done.stdout[done.stdout.index("mnist_mlp: 1 epoch, 3 steps"):]
+    for word in ("test accuracy", "train loss", "s per epoch", "devices", str(path)):
+        assert word in summary, summary
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("{\n  ") and text.endswith("}\n")   # pretty-printed
+    result = json.loads(text)
+    assert set(result) == RESULT_KEYS and set(result["epochs"][0]) == EPOCH_KEYS
+    assert result["app"] == "mnist_mlp" and len(result["losses"]) >= 1
+    assert f"{100 * result['test_acc']:.2f}%" in summary
+
+
+def test_bad_json_path_is_refused_before_training(tmp_path):
+    missing = tmp_path / "no-such-folder" / "run.json"
+    done = run_app("mnist_mlp.py", "--smoke", "--json", str(missing))
+    assert done.returncode == 2
+    assert "usage:" in done.stderr and "argument --json" in done.stderr
+    assert "no-such-folder" in done.stderr and "Traceback" not in done.stderr
+    assert done.stdout == ""   # nothing loaded, nothing trained
+    assert not missing.parent.exists()
 
 
 def test_missing_data_is_reported_without_traceback(tmp_path):
@@ -121,6 +164,39 @@ def test_flag_defaults_and_smoke():
     args = common.parse_args(mnist_cnn.APP, ["--smoke", "--lr", "0.5"])
     assert (args.epochs, args.lr, args.batch_size) == (common.SMOKE_EPOCHS, 0.5, 64)
     assert common.parse_args(mnist_mlp.APP, []).epochs == mnist_mlp.APP.defaults["epochs"]
+
+
+@pytest.mark.parametrize("flag", ["--json", "--plot", "--trace"])
+def test_output_flags_refuse_bad_paths(tmp_path, capsys, flag):
+    good = str(tmp_path / "out")
+    assert getattr(common.parse_args(mnist_mlp.APP, [flag, good]), flag[2:]) == good
+    for bad in (str(tmp_path / "missing" / "out"), str(tmp_path)):
+        with pytest.raises(SystemExit) as exit_info:
+            common.parse_args(mnist_mlp.APP, [flag, bad])
+        assert exit_info.value.code == 2
+        assert f"argument {flag}" in capsys.readouterr().err
+
+
+def test_finish_writes_json_and_prints_a_summary(tmp_path, capsys):
+    history = report.History("mnist_mlp", [mv.create_cpu_device()])
+    history.add_loss(2.0, 200)
+    history.add_loss(1.0, 200)
+    history.end_epoch(1, 2.0, val_acc=0.5)
+    history.test_acc = 0.625
+    path = tmp_path / "run.json"
+    args = argparse.Namespace(json=str(path), plot=None, trace="t.json", batch_size=100)
+    capsys.readouterr()
+    report.finish(args, history)
+    out = capsys.readouterr().out
+    assert read_results(path) == history.as_dict()
+    assert out.splitlines() == [
+        "mnist_mlp: 1 epoch, 4 steps",
+        "  test accuracy  62.50%",
+        "  train loss     1.5000 (last epoch; validation accuracy 50.00%)",
+        "  time           2.0 s per epoch, 2.0 steps/s, 200 images/s",
+        f"  devices        {common.device_names(history.devices)}",
+        f"  results        {path}",
+        "  trace          t.json"]
 
 
 # ---------------------------------------------------------------- equivalence
