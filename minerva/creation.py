@@ -1,35 +1,49 @@
-"""Functions that make new arrays on the current device: fills, copies of host data,
-ranges and seeded random draws. They default to float32 unless they take values."""
+"""Functions that make new arrays on the current device, with NumPy's defaults: fills
+(``float64`` unless asked, or ``MINERVA_DEFAULT_DTYPE``), copies of host data (dtype
+inferred as NumPy infers it), ranges, and Minerva's on-device random draws."""
 from __future__ import annotations
 
 import operator
 
 import numpy as np
 
-from minerva import random as _random
-from minerva.common.errors import ShapeError
-from minerva.narray import OPS, NArray, apply_op
+from minerva import indexing, seeding
+from minerva.builder import build, host_array, to_narray, upload
+from minerva.common.errors import DTypeError, ShapeError
+from minerva.narray import NArray
+from minerva.ops import registry
 from minerva.ops.dtypes import SUPPORTED_KINDS
+from minerva.system import get_system
 
-DEFAULT_DTYPE = np.dtype(np.float32)
+_FILL, _EMPTY = registry.get("fill"), registry.get("empty")
+_ARANGE, _RANDOM = registry.get("arange"), registry.get("random")
+MAX_DIMS = 64
 
 
-def check_dtype(dtype, default: np.dtype = DEFAULT_DTYPE) -> np.dtype:
-    """``dtype`` as a NumPy dtype minerva supports (bool, ints, floats, complex)."""
+def default_dtype() -> np.dtype:
+    """The dtype of new floating arrays when none is given (``float64``, as NumPy's, unless
+    ``MINERVA_DEFAULT_DTYPE`` says otherwise)."""
+    return get_system().config.default_dtype
+
+
+def check_dtype(dtype, default=None) -> np.dtype:
+    """``dtype`` as a NumPy dtype minerva supports (bool, ints, floats, complex); None gives
+    ``default`` (the default float dtype when None)."""
     if dtype is None:
-        return default
+        return default_dtype() if default is None else np.dtype(default)
     try:
         dtype = np.dtype(dtype)
     except TypeError as exc:
-        raise ShapeError(f"not a dtype: {dtype!r} ({exc})") from None
+        raise DTypeError(f"not a dtype: {dtype!r} ({exc})") from None
     if dtype.kind not in SUPPORTED_KINDS:
-        raise ShapeError(f"unsupported dtype {dtype}: minerva arrays hold bool, integer, "
+        raise DTypeError(f"unsupported dtype {dtype}: minerva arrays hold bool, integer, "
                          "float or complex values")
     return dtype
 
 
 def check_shape(shape) -> tuple:
-    """``shape`` (an int or a sequence of ints >= 0) as a tuple."""
+    """``shape`` (an int or a sequence of ints >= 0) as a tuple; ShapeError for shapes
+    NumPy refuses (negative, more than 64 dimensions, too many elements)."""
     try:
         dims = (operator.index(shape),) if not isinstance(shape, (tuple, list)) \
             else tuple(operator.index(n) for n in shape)
@@ -37,75 +51,144 @@ def check_shape(shape) -> tuple:
         raise ShapeError(f"a shape is an int or a tuple of ints, got {shape!r}") from None
     if any(n < 0 for n in dims):
         raise ShapeError(f"negative dimensions are not allowed: {dims}")
+    if len(dims) > MAX_DIMS:
+        raise ShapeError(f"maximum supported dimension for an ndarray is currently "
+                         f"{MAX_DIMS}, found {len(dims)}")
+    size = 1
+    for n in dims:
+        size *= n
+    if size * 16 >= 1 << 63:
+        raise ShapeError(f"array is too big: shape {dims}")
     return dims
 
 
-def full(shape, value, dtype=None) -> NArray:
-    """An array of ``shape`` filled with ``value`` (float32 unless ``dtype`` is given)."""
-    return apply_op(OPS["fill"], [], shape=check_shape(shape), dtype=check_dtype(dtype),
-                    value=value)
+def full(shape, fill_value, dtype=None) -> NArray:
+    """An array of ``shape`` filled with ``fill_value`` (a scalar, or an array broadcast to
+    ``shape``); the dtype is ``fill_value``'s unless given, as NumPy's ``full``."""
+    shape = check_shape(shape)
+    if isinstance(fill_value, NArray) or np.ndim(fill_value) > 0:
+        value = to_narray(fill_value, "full")
+        result = empty(shape, value.dtype if dtype is None else dtype)
+        indexing.assign(result, value)
+        return result
+    data = host_array(fill_value, "full", dtype)
+    return build(_FILL, [], {"shape": shape, "dtype": data.dtype, "value": data[()]})
 
 
 def zeros(shape, dtype=None) -> NArray:
-    """An array of zeros (float32 unless ``dtype`` is given)."""
-    return full(shape, 0, dtype)
+    """An array of zeros (``float64`` unless ``dtype`` is given)."""
+    return build(_FILL, [], {"shape": check_shape(shape), "dtype": check_dtype(dtype),
+                             "value": 0})
 
 
 def ones(shape, dtype=None) -> NArray:
-    """An array of ones (float32 unless ``dtype`` is given)."""
-    return full(shape, 1, dtype)
+    """An array of ones (``float64`` unless ``dtype`` is given)."""
+    return build(_FILL, [], {"shape": check_shape(shape), "dtype": check_dtype(dtype),
+                             "value": 1})
 
 
-def zeros_like(x: NArray, dtype=None) -> NArray:
-    """Zeros of ``x``'s shape (and dtype unless given)."""
-    return full(x.shape, 0, dtype or x.dtype)
+def empty(shape, dtype=None) -> NArray:
+    """An array whose values are not set (``float64`` unless ``dtype`` is given)."""
+    return build(_EMPTY, [], {"shape": check_shape(shape), "dtype": check_dtype(dtype)})
 
 
-def ones_like(x: NArray, dtype=None) -> NArray:
-    """Ones of ``x``'s shape (and dtype unless given)."""
-    return full(x.shape, 1, dtype or x.dtype)
+def _like(name, x, dtype, shape):
+    x = x if isinstance(x, NArray) else host_array(x, name)
+    return (x.shape if shape is None else shape), check_dtype(dtype, x.dtype)
 
 
-def array(obj, dtype=None) -> NArray:
-    """A copy of ``obj`` (a list, NumPy array, scalar or NArray) on the current device;
-    the dtype is inferred as NumPy infers it when not given."""
+def zeros_like(a, dtype=None, shape=None) -> NArray:
+    """Zeros of ``a``'s shape and dtype (unless given)."""
+    return zeros(*_like("zeros_like", a, dtype, shape))
+
+
+def ones_like(a, dtype=None, shape=None) -> NArray:
+    """Ones of ``a``'s shape and dtype (unless given)."""
+    return ones(*_like("ones_like", a, dtype, shape))
+
+
+def empty_like(a, dtype=None, shape=None) -> NArray:
+    """An unset array of ``a``'s shape and dtype (unless given)."""
+    return empty(*_like("empty_like", a, dtype, shape))
+
+
+def full_like(a, fill_value, dtype=None, shape=None) -> NArray:
+    """``fill_value`` in ``a``'s shape and dtype (unless given)."""
+    shape, dtype = _like("full_like", a, dtype, shape)
+    return full(shape, fill_value, dtype)
+
+
+def array(obj, dtype=None, copy=True) -> NArray:
+    """A new array holding ``obj`` (a list, NumPy array, scalar or NArray) on the current
+    device; the dtype is inferred as NumPy infers it when not given. ``copy=False`` returns
+    an NArray itself when no cast is needed."""
     if isinstance(obj, NArray):
-        moved = obj.to(_current_device())
-        return moved if dtype is None else moved.astype(dtype)
-    try:
-        data = np.array(obj, dtype=None if dtype is None else check_dtype(dtype), order="C")
-    except (TypeError, ValueError) as exc:
-        raise ShapeError(f"array: cannot convert {type(obj).__name__}: {exc}") from None
-    check_dtype(data.dtype)
-    return apply_op(OPS["from_host"], [], data=data)
+        if copy is False or copy is None:
+            return to_narray(obj, "array", dtype)
+        return build(registry.get("copy"), [obj]) if dtype is None else \
+            to_narray(obj, "array", check_dtype(dtype))
+    if isinstance(obj, (list, tuple)) and _holds_narrays(obj):
+        return _stack_nested(obj, dtype)
+    return upload(host_array(obj, "array", None if dtype is None else check_dtype(dtype)))
+
+
+def asarray(obj, dtype=None, copy=None) -> NArray:
+    """``obj`` as an NArray: an NArray itself when no cast is needed, else a new array."""
+    return array(obj, dtype, copy=copy)
 
 
 from_numpy = array
 
 
+def _holds_narrays(obj) -> bool:
+    return any(isinstance(x, NArray) or (isinstance(x, (list, tuple)) and _holds_narrays(x))
+               for x in obj)
+
+
+def _stack_nested(obj, dtype) -> NArray:
+    parts = [array(x, dtype) for x in obj]
+    return build(registry.get("stack"), parts, {"axis": 0})
+
+
+def ascontiguousarray(a, dtype=None) -> NArray:
+    """``a`` with its elements contiguous in C order (a copy when they are not)."""
+    x = to_narray(a, "ascontiguousarray", dtype)
+    return x if x._view is None else build(registry.get("copy"), [x])
+
+
+def copy(a) -> NArray:
+    """A copy of ``a`` (a new storage)."""
+    return build(registry.get("copy"), [to_narray(a, "copy")])
+
+
 def arange(start, stop=None, step=1, dtype=None) -> NArray:
-    """Evenly spaced values in ``[start, stop)``; the dtype follows NumPy's arange."""
+    """Evenly spaced values in ``[start, stop)``; dtype and length follow NumPy's arange."""
     if stop is None:
         start, stop = 0, start
     if step == 0:
-        raise ShapeError("arange: step must not be zero")
-    dtype = check_dtype(dtype, np.array([start, stop, step]).dtype)
-    return apply_op(OPS["arange"], [], start=start, stop=stop, step=step, dtype=dtype)
+        raise ShapeError("arange: step must not be zero (Maximum allowed size exceeded)")
+    dtype = check_dtype(dtype, np.arange(start, start + step, step).dtype)
+    return build(_ARANGE, [], {"start": start, "stop": stop, "step": step, "dtype": dtype})
 
+
+# ---- Minerva's on-device random draws -------------------------------------------------------
 
 def _random_op(kind, shape, dtype, params):
     dtype = check_dtype(dtype)
-    return apply_op(OPS["random"], [], kind=kind, shape=check_shape(shape), dtype=dtype,
-                    params=params, seed=_random.next_seed())
+    if kind != "bernoulli" and dtype.kind not in "fc":
+        raise DTypeError(f"unsupported dtype {dtype} for {kind} samples; use a float dtype")
+    return build(_RANDOM, [], {"kind": kind, "shape": check_shape(shape), "dtype": dtype,
+                               "params": params, "seed": seeding.next_seed()})
 
 
 def randn(shape, mu=0.0, sigma=1.0, dtype=None) -> NArray:
-    """Normal samples with mean ``mu`` and standard deviation ``sigma``."""
+    """Normal samples with mean ``mu`` and standard deviation ``sigma`` (Minerva's draw,
+    reproducible after ``mv.random.seed``; NumPy's is ``mv.random.randn``)."""
     return _random_op("normal", shape, dtype, (float(mu), float(sigma)))
 
 
 def rand(shape, low=0.0, high=1.0, dtype=None) -> NArray:
-    """Uniform samples in ``[low, high)``."""
+    """Uniform samples in ``[low, high)`` (Minerva's draw; NumPy's is ``mv.random.rand``)."""
     return _random_op("uniform", shape, dtype, (float(low), float(high)))
 
 
@@ -114,8 +197,3 @@ def randb(shape, prob, dtype=None) -> NArray:
     if not 0.0 <= float(prob) <= 1.0:
         raise ShapeError(f"randb: prob must be in [0, 1], got {prob}")
     return _random_op("bernoulli", shape, dtype, (float(prob),))
-
-
-def _current_device() -> int:
-    from minerva.system import get_system
-    return get_system().current_device()

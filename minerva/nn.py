@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import numbers
 
-from minerva import random as _random
+from minerva import seeding
+from minerva.builder import build, to_narray
 from minerva.common.errors import ShapeError
-from minerva.narray import apply_op
 from minerva.ops import registry
 
 
 def _op(name: str, inputs: list, **attrs):
-    return apply_op(registry.get(name), inputs, **attrs)
+    """Build op ``name``; inputs may be NArrays or array-likes (copied to the device)."""
+    return build(registry.get(name), [to_narray(x, name) for x in inputs], attrs)
 
 
 def _pair(value):
@@ -155,8 +156,8 @@ def dropout(x, p, training=True, seed=None):
     """
     p = _check_p(p)
     if not training or p == 0.0:
-        return x
-    seed = _random.next_seed() if seed is None else _seed_tuple(seed)
+        return to_narray(x, "dropout")
+    seed = seeding.next_seed() if seed is None else _seed_tuple(seed)
     return _op("dropout", [x], p=p, seed=seed)
 
 
@@ -164,7 +165,7 @@ def dropout_backward(dy, p, seed):
     """Gradient of ``dropout(x, p, seed=seed)``: ``dy`` times the same scaled mask."""
     p = _check_p(p)
     if p == 0.0:
-        return dy
+        return to_narray(dy, "dropout_backward")
     return _op("dropout_backward", [dy], p=p, seed=_seed_tuple(seed))
 
 

@@ -5,6 +5,8 @@ import contextlib
 
 from minerva import system as _system
 from minerva.common.errors import DeviceError
+from minerva.dag.printer import dump
+from minerva.narray import check_timeout
 
 
 def init(**options) -> None:
@@ -33,25 +35,27 @@ def get_gpu_device_count() -> int:
 
 
 def set_device(device_id: int) -> None:
-    """Run later ops on ``device_id``."""
+    """Run this thread's later ops on ``device_id`` (each thread has its own current
+    device; a thread that never chose one uses device 0)."""
     _system.get_system().set_device(device_id)
 
 
 def current_device() -> int:
-    """The id of the device new ops run on."""
+    """The id of the device this thread's new ops run on."""
     return _system.get_system().current_device()
 
 
 @contextlib.contextmanager
 def device(device_id: int):
-    """Run the ops of a ``with`` block on ``device_id``; the previous device is restored."""
+    """Run this thread's ops of a ``with`` block on ``device_id``; the thread's previous
+    choice is restored on exit (other threads are not affected)."""
     system = _system.get_system()
-    previous = system._current
+    previous = system.chosen_device()
     system.set_device(device_id)
     try:
         yield device_id
     finally:
-        system._current = previous
+        system.set_device(previous)
 
 
 def device_info(device_id: int) -> dict:
@@ -61,6 +65,7 @@ def device_info(device_id: int) -> dict:
 
 def wait_for_all(timeout: float | None = None) -> None:
     """Block until every issued op has finished; raise the first unreported failure."""
+    check_timeout(timeout)
     system = _system.running()
     if system is not None:
         system.engine.wait_for_all(timeout)
@@ -97,7 +102,6 @@ def release_all(dev: int | None = None) -> int:
 
 def dump_dag(path_or_file, format: str = "dot", **options) -> None:
     """Write the live DAG now as ``dot``, ``text`` or ``json`` to a path or open file."""
-    from minerva.dag.printer import dump
     dump(_system.get_system(), path_or_file, format, **options)
 
 

@@ -2,14 +2,15 @@
 
 The first use of the public API starts a System from ``MINERVA_*`` environment variables
 (or from ``minerva.init(**options)``); ``minerva.shutdown()`` stops it and a later use starts
-a fresh one.
+a fresh one. A child made by ``fork`` starts with no runtime: what it inherited belongs to
+the parent (``os.register_at_fork``).
 """
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 
-from minerva.common.callsite import user_callsite
 from minerva.common.config import Config
 from minerva.common.errors import DeviceError, MinervaError
 from minerva.common.hooks import HookBus
@@ -19,16 +20,23 @@ from minerva.device.manager import DeviceManager
 from minerva.ops.copy import COPY
 from minerva.scheduler.dag_scheduler import DagScheduler
 from minerva.scheduler.naive import NaiveEngine
+from minerva.tracing import check_trace_path, start_system_trace
 
 log = get_logger("minerva.system")
 SHUTDOWN_TIMEOUT = 120.0
 
 
+class _ThreadDevice(threading.local):
+    """The current device of each thread (None: the default device)."""
+
+    device: int | None = None
+
+
 class System:
     """A running minerva runtime.
 
-    ``_lock`` guards the choice of the current device (and the implicit creation of the
-    first CPU device).
+    ``_lock`` guards the implicit creation of the first CPU device. The current device is
+    per thread (``_local``): a thread that never chose one uses the default device, 0.
     """
 
     def __init__(self, config: Config):
@@ -40,76 +48,65 @@ class System:
         self.engine = self._make_engine(config)
         self.devices.listener = self.engine.on_device_complete
         self.devices.reclaimer = self.engine.reclaim
-        self._current: int | None = None
+        self._local = _ThreadDevice()
         self._lock = threading.Lock()
         self.tracer = None
         log.info("runtime_started", engine=config.engine, dispatchers=config.dispatchers)
 
     def _make_engine(self, config):
         if config.engine == "naive":
-            return NaiveEngine(self.dag, self.devices, self.hooks, config.max_pending)
-        return DagScheduler(self.dag, self.devices, self.hooks, config.max_pending,
+            return NaiveEngine(self.dag, self.devices, self.hooks, config.max_pending, COPY)
+        return DagScheduler(self.dag, self.devices, self.hooks, config.max_pending, COPY,
                             config.dispatchers, config.dispatch)
 
     # ---- devices ----------------------------------------------------------------------
 
     def current_device(self) -> int:
-        """The device new ops run on; creates CPU device 0 when there is none."""
-        current = self._current
-        if current is None:
-            with self._lock:
-                if self._current is None:
+        """The device this thread's new ops run on; creates CPU device 0 when none exists."""
+        device = self._local.device
+        if device is None:
+            if not len(self.devices):
+                with self._lock:
                     if not len(self.devices):
                         self.devices.create_cpu_device()
-                    self._current = 0
-                current = self._current
-        return current
+            device = 0
+        return device
 
-    def set_device(self, device_id: int) -> None:
-        """Run later ops on ``device_id`` (DeviceError when there is no such device)."""
-        self.devices.get(_as_device_id(device_id))
-        self._current = device_id
+    def set_device(self, device_id) -> None:
+        """Run this thread's later ops on ``device_id`` (DeviceError for no such device);
+        None goes back to the default device."""
+        if device_id is not None:
+            self.devices.get(_as_device_id(device_id))
+        self._local.device = device_id
 
-    # ---- ops --------------------------------------------------------------------------
+    def chosen_device(self):
+        """This thread's choice of device (None: the default), to restore later."""
+        return self._local.device
 
-    def run_op(self, op_def, inputs: list, attrs: dict, out_specs) -> list:
-        """Register ``op_def`` over data nodes ``inputs`` on the current device, copying
-        inputs that live elsewhere; the output data nodes (one handle each)."""
-        device_id = self._current
-        if device_id is None:
-            device_id = self.current_device()
-        created_at = user_callsite()
-        for data in inputs:
-            if data.device_id != device_id:
-                inputs = [d if d.device_id == device_id else
-                          self.copy_to(d, device_id, created_at) for d in inputs]
-                break
-        return self.engine.submit(op_def, attrs, inputs, out_specs, device_id, created_at)
+    # ---- tracing ----------------------------------------------------------------------
 
-    def copy_to(self, data, device_id: int, created_at=None):
-        """``data``'s copy on ``device_id``, made at most once while ``data`` lives."""
-        copies = data.copies
-        cached = copies.get(device_id) if copies else None
-        if cached is not None:
-            return cached
-        self.devices.get(device_id)
-        created_at = created_at or user_callsite()
-        (copy,) = self.engine.submit(COPY, {}, [data], [data.spec], device_id, created_at)
-        copy.copy_of = data
-        if data.copies is None:
-            data.copies = {}
-        data.copies[device_id] = copy
-        return copy
+    def start_trace(self, path: str, *options):
+        """Record this runtime into the Chrome trace ``path`` (checked now)."""
+        return start_system_trace(self, path, *options)
+
+    def stop_trace(self) -> str | None:
+        """Stop the current trace and write its file; its path (None when none was on)."""
+        tracer = self.tracer
+        return tracer.stop() if tracer is not None else None
 
     # ---- lifecycle --------------------------------------------------------------------
 
     def shutdown(self, timeout: float | None = SHUTDOWN_TIMEOUT) -> None:
-        """Finish pending work, stop tracing, and stop every thread."""
-        self.engine.shutdown(timeout)
-        if self.tracer is not None:  # after the engine: the trace sees the last ops end
-            self.tracer.stop()
-        self.devices.shutdown(timeout)
-        log.info("runtime_stopped")
+        """Finish pending work (cancel what has not started after ``timeout``), write the
+        trace, and stop every thread — whatever writing the trace does."""
+        try:
+            try:
+                self.engine.shutdown(timeout)
+            finally:  # after the engine: the trace sees the last ops end
+                self.stop_trace()
+        finally:
+            self.devices.shutdown()
+            log.info("runtime_stopped")
 
 
 def _as_device_id(device_id) -> int:
@@ -118,13 +115,17 @@ def _as_device_id(device_id) -> int:
     return device_id
 
 
-_SYSTEM: System | None = None
-_START_LOCK = threading.Lock()
+class _Runtime:
+    """The process's one System (``system``), started on first use; ``lock`` guards its
+    start and stop."""
+
+    system: System | None = None
+    lock = threading.Lock()
 
 
 def get_system() -> System:
     """The running System, started from the environment on first use."""
-    system = _SYSTEM
+    system = _Runtime.system
     if system is None:
         system = start()
     return system
@@ -132,33 +133,53 @@ def get_system() -> System:
 
 def start(**options) -> System:
     """Start the runtime with ``MINERVA_*`` settings overridden by ``options``; an error
-    if one is already running."""
-    global _SYSTEM
-    with _START_LOCK:
-        if _SYSTEM is not None:
+    if one is already running with other options."""
+    with _Runtime.lock:
+        if _Runtime.system is not None:
             if options:
                 raise MinervaError("minerva is already running; call mv.shutdown() before "
                                    "mv.init(...) with new options")
-            return _SYSTEM
-        _SYSTEM = System(Config.from_env(**options))
-        if _SYSTEM.config.trace:
-            from minerva.trace import start_system_trace
-            start_system_trace(_SYSTEM, _SYSTEM.config.trace)
-        return _SYSTEM
+            return _Runtime.system
+        config = Config.from_env(**options)
+        if config.trace:
+            _check_setting_path(config.trace)
+        system = System(config)
+        if config.trace:
+            system.start_trace(config.trace)
+        _Runtime.system = system
+        return system
+
+
+def _check_setting_path(path: str) -> None:
+    try:
+        check_trace_path(path)
+    except ValueError as exc:
+        raise ValueError(f"bad value for MINERVA_TRACE={path!r}: {exc}") from None
 
 
 def running() -> System | None:
     """The running System, or None."""
-    return _SYSTEM
+    return _Runtime.system
 
 
 def stop(timeout: float | None = SHUTDOWN_TIMEOUT) -> None:
-    """Shut the running System down (no-op when none runs)."""
-    global _SYSTEM
-    with _START_LOCK:
-        system, _SYSTEM = _SYSTEM, None
+    """Shut the running System down (no-op when none runs). Ctrl-C while it waits for
+    pending work cancels that work, lets running kernels finish, stops every thread and
+    then raises the KeyboardInterrupt (see ``Engine.shutdown``)."""
+    with _Runtime.lock:
+        system, _Runtime.system = _Runtime.system, None
     if system is not None:
         system.shutdown(timeout)
 
 
+def _forget_parent_runtime() -> None:
+    """In a forked child: the parent's runtime has no threads here; start afresh."""
+    system = _Runtime.system
+    _Runtime.system = None
+    _Runtime.lock = threading.Lock()
+    if system is not None:
+        system.engine.forget()
+
+
+os.register_at_fork(after_in_child=_forget_parent_runtime)
 atexit.register(stop)

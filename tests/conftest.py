@@ -58,9 +58,9 @@ def runtime(request):
 
 
 def live_values(held) -> dict:
-    """Data nodes the runtime must keep for ``held`` arrays: each one and, recursively,
-    the copies of it cached on other devices; by node id."""
-    nodes, todo = {}, [x._node for x in held]
+    """Data nodes the runtime must keep for ``held`` arrays: each one's current value and,
+    recursively, the copies of it cached on other devices; by node id."""
+    nodes, todo = {}, [x._storage.current for x in held]
     while todo:
         node = todo.pop()
         if node.node_id not in nodes:

@@ -180,6 +180,9 @@ class FakeCuda(CudaLayer):
         self._log("d2h", stream, nbytes)
         dst[:nbytes] = _bytes(src)[:nbytes]
 
+    def strided(self, array, shape, strides, offset):
+        return np.ndarray(shape, array.dtype, array, offset, strides)
+
     def copy_d2d(self, dst, src, nbytes, stream):
         self._log("d2d", stream, nbytes)
         _bytes(dst)[:nbytes] = _bytes(src)[:nbytes]

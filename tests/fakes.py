@@ -7,6 +7,7 @@ import threading
 from minerva.common.hooks import EVENTS, HookBus
 from minerva.dag.physical_dag import PhysicalDag
 from minerva.device.base import Device
+from minerva.ops.copy import COPY
 from minerva.scheduler.dag_scheduler import DagScheduler
 from minerva.storage import make_store
 from minerva.storage.host import HostAllocator
@@ -96,9 +97,21 @@ def build_scheduler(device_kinds, n_dispatchers=0, max_pending=1 << 20, dispatch
     hooks.subscribe(log)
     kinds = {"inline": InlineDevice, "gated": GatedDevice}
     devices = [kinds[kind](i, hooks) for i, kind in enumerate(device_kinds)]
-    scheduler = DagScheduler(PhysicalDag(), DeviceTable(devices), hooks, max_pending,
+    scheduler = DagScheduler(PhysicalDag(), DeviceTable(devices), hooks, max_pending, COPY,
                              n_dispatchers, dispatch)
     for device in devices:
         device.listener = scheduler.on_device_complete
         device.store.set_reclaimer(scheduler.reclaim)
+    scheduler.held = {}
     return scheduler, devices, log
+
+
+def submit(scheduler, op_def, attrs, inputs, out_specs, device, created_at):
+    """Register an op over data nodes ``inputs`` (made by earlier ``submit`` calls) on a
+    scheduler from ``build_scheduler``; its output data nodes, each held by a storage (as
+    a user's handle would hold it) until the test drops ``scheduler.held``."""
+    storages = [scheduler.held[data.node_id] for data in inputs]
+    outs = scheduler.submit(op_def, attrs, storages, out_specs, device, created_at)
+    for storage in outs:
+        scheduler.held[storage.current.node_id] = storage
+    return [storage.current for storage in outs]

@@ -10,7 +10,7 @@ import pytest
 
 import minerva as mv
 from dot_check import parse
-from minerva.narray import apply_op
+from minerva.builder import build
 from minerva.ops import registry
 
 _gate = threading.Event()
@@ -38,7 +38,7 @@ def held_graph():
     with mv.device(d0):
         x = mv.ones(4)
         x.wait(timeout=30)
-        h = apply_op(HOLD, [x])
+        h = build(HOLD, [x])
         y = h + 1.0
     with mv.device(d1):
         z = y * 2.0
@@ -86,7 +86,8 @@ def test_text_groups_by_device_with_counts(held_graph, tmp_path):
     assert text.startswith("live DAG: 4 op nodes (3 pending, 1 running)")
     assert "device 0 (cpu0): 2 ops (1 pending, 1 running)" in text
     assert "device 1 (cpu1): 2 ops (2 pending)" in text
-    assert f"data #{held_graph['x'].node_id} float32[4] completed rc=1 handles=1" in text
+    x = held_graph["x"]
+    assert f"data #{x.node_id} ({x.label}) float64[4] completed rc=1 handles=1" in text
     assert "dump_test_hold running" in text and "test_dump_dag.py:" in text
 
 

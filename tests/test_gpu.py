@@ -235,7 +235,7 @@ def test_outputs_and_copies_live_on_their_streams(rng):
     a = mv.array(np.ones(1000, np.float32))
     b = a * 2
     b.wait(timeout=30)
-    assert a._node.block.stream == "copy" and b._node.block.stream == "compute"
+    assert a._storage.current.block.stream == "copy" and b._storage.current.block.stream == "compute"
 
 
 def test_the_out_of_memory_ladder_under_a_small_limit():

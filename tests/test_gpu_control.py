@@ -22,7 +22,7 @@ from conftest import assert_settled, minerva_threads
 from fake_cuda import FakeCuda
 from minerva import system as mv_system
 from minerva.device import gpu
-from minerva.narray import apply_op
+from minerva.builder import build
 from minerva.ops import registry
 
 # ---- test ops: what a kernel sees ----------------------------------------------------------
@@ -135,7 +135,7 @@ def test_device_info_of_a_gpu(fake):
 def test_kernels_run_on_the_launcher_thread_on_the_compute_stream(fake):
     g = mv.create_gpu_device(0)
     mv.set_device(g)
-    apply_op(WHERE, [mv.ones(3)]).wait(timeout=10)
+    build(WHERE, [mv.ones(3)]).wait(timeout=10)
     (thread_name, stream), = SEEN
     assert thread_name == f"minerva-gpu{g}-launcher"
     assert stream is device(g).streams["compute"]
@@ -144,12 +144,12 @@ def test_kernels_run_on_the_launcher_thread_on_the_compute_stream(fake):
 def test_submit_returns_at_once_while_the_gpu_is_busy(fake):
     g = mv.create_gpu_device(0)
     mv.set_device(g)
-    stuck = apply_op(BLOCK, [mv.ones(3)])
+    stuck = build(BLOCK, [mv.ones(3)])
     start = time.monotonic()
     more = [mv.ones(4) + i for i in range(25)]  # each ready op is submitted at once
     # (50 ops: under MINERVA_MAX_PENDING, so only the device could make us wait)
     assert time.monotonic() - start < 2.0
-    assert not stuck._node.done and not any(x._node.done for x in more)
+    assert not stuck._storage.current.done and not any(x._storage.current.done for x in more)
     GATE.set()
     assert_settled(stuck, *more)
 
@@ -163,18 +163,18 @@ def test_completions_follow_events_in_stream_order_and_streams_are_independent(f
         types.SimpleNamespace(op_finished=lambda op, *rest: finished.append(op.node_id)))
     f1, f2, f3 = mv.zeros(4), mv.ones(4), mv.full(4, 2.0)
     h = mv.array(np.arange(4.0))
-    producers = [x._node.producer.node_id for x in (h, f1, f2, f3)]
+    producers = [x._storage.current.producer.node_id for x in (h, f1, f2, f3)]
     compute, copy = device(g).streams["compute"], device(g).streams["copy"]
     wait_until(lambda: len(compute.pending) == 3 and len(copy.pending) == 1)
     time.sleep(0.05)
-    assert finished == [] and not any(x._node.done for x in (f1, f2, f3, h))
+    assert finished == [] and not any(x._storage.current.done for x in (f1, f2, f3, h))
     fake.complete(copy)
     h.wait(timeout=10)
-    assert not any(x._node.done for x in (f1, f2, f3))
+    assert not any(x._storage.current.done for x in (f1, f2, f3))
     fake.complete(compute, 1)
     f1.wait(timeout=10)
     time.sleep(0.05)
-    assert not f2._node.done and not f3._node.done
+    assert not f2._storage.current.done and not f3._storage.current.done
     fake.open_gates([compute, copy])
     f3.wait(timeout=10)
     assert finished == producers
@@ -187,18 +187,18 @@ def test_blocks_are_reused_only_on_the_stream_that_freed_them(fake):
     g = mv.create_gpu_device(0)
     mv.set_device(g)
     store = device(g).store
-    t = apply_op(TEMP, [mv.ones(2)], nbytes=4096)  # a 4096-byte temporary on compute
+    t = build(TEMP, [mv.ones(2)], dict(nbytes=4096))  # a 4096-byte temporary on compute
     t.wait(timeout=10)
     mv.wait_for_all()
     (temp_chunk,) = [seg[0] for seg in store.segments() if seg[2:] == (4096, True, "compute")]
     before = store.stats()
     c = mv.array(np.zeros(1024, np.float32))  # 4096 bytes written by the copy stream
     c.wait(timeout=10)
-    assert c._node.block.stream == "copy"
+    assert c._storage.current.block.stream == "copy"
     assert store.stats()["n_mallocs"] == before["n_mallocs"] + 1  # not the compute block
     y = mv.zeros(1024, dtype=np.float32)  # 4096 bytes on compute: the temporary's block
     y.wait(timeout=10)
-    assert y._node.block.stream == "compute" and y._node.block.chunk_id == temp_chunk
+    assert y._storage.current.block.stream == "compute" and y._storage.current.block.chunk_id == temp_chunk
     assert store.stats()["n_pool_hits"] == before["n_pool_hits"] + 1
     assert_settled(t, c, y)
 
@@ -209,7 +209,7 @@ def test_temporaries_come_from_the_store_and_are_counted(fake):
     x = mv.ones(2)
     x.wait(timeout=10)
     base = mv.memory_stats(g)["in_use_bytes"]
-    t = apply_op(TEMP, [x], nbytes=100_000)
+    t = build(TEMP, [x], dict(nbytes=100_000))
     assert_settled(x, t)
     assert mv.memory_stats(g)["peak_bytes"] >= base + 100_000 + 8
     assert device(g).temporaries.n_dropped == 0
@@ -219,20 +219,20 @@ def test_a_failing_allocation_climbs_the_ladder_then_raises(fake):
     fake.mem_bytes = 1 << 20
     g = mv.create_gpu_device(0)
     mv.set_device(g)
-    a = mv.ones(200_000)  # 800 kB
+    a = mv.ones(200_000, dtype=np.float32)  # 800 kB
     a.wait(timeout=10)
     del a
-    b = mv.ones(220_000)  # does not fit beside the cached 800 kB: release, then retry
+    b = mv.ones(220_000, dtype=np.float32)  # does not fit beside the cached 800 kB
     b.wait(timeout=10)
     assert mv.memory_stats(g)["in_use_bytes"] == 880_000
     assert device(g).store.stats()["n_releases"] >= 1
     with pytest.raises(mv.OutOfMemoryError) as info:
-        mv.ones(300_000).to_numpy()  # no room even after the ladder
+        mv.ones(300_000, dtype=np.float32).to_numpy()  # no room even after the ladder
     assert isinstance(info.value, mv.OpError)
     assert "the allocator refused: MemoryError: fake cudaMalloc" in str(info.value)
     assert "largest live blocks" in str(info.value.__cause__)
     del b
-    assert mv.ones(200_000).sum().to_numpy() == 200_000  # usable again
+    assert mv.ones(200_000, dtype=np.float32).sum().to_numpy() == 200_000  # usable again
 
 
 def test_memory_limit_and_temporaries_that_do_not_fit(fake):
@@ -240,7 +240,7 @@ def test_memory_limit_and_temporaries_that_do_not_fit(fake):
     g = mv.create_gpu_device(0)
     mv.set_device(g)
     with pytest.raises(mv.OutOfMemoryError, match="limit 64.0 KiB"):
-        apply_op(TEMP, [mv.ones(2)], nbytes=100_000).to_numpy()
+        build(TEMP, [mv.ones(2)], dict(nbytes=100_000)).to_numpy()
     assert mv.ones(4).sum().to_numpy() == 4
     assert_settled()
 
@@ -250,7 +250,7 @@ def test_memory_limit_and_temporaries_that_do_not_fit(fake):
 def test_a_kernel_that_raises_fails_its_op_only(fake):
     g = mv.create_gpu_device(0)
     mv.set_device(g)
-    bad = apply_op(FAIL, [mv.ones(3)])
+    bad = build(FAIL, [mv.ones(3)])
     child = bad + 1
     good = mv.ones(3) * 5
     with pytest.raises(mv.OpError) as info:
@@ -329,7 +329,7 @@ def test_a_copy_waits_on_the_event_of_the_op_that_wrote_its_source(fake):
     with mv.device(g0):
         a = mv.ones(5) * 3
     a.wait(timeout=10)
-    written_by = device(g0).event_of(a._node.block)
+    written_by = device(g0).event_of(a._storage.current.block)
     with mv.device(g1):
         b = a + 0
     b.wait(timeout=10)
@@ -354,8 +354,8 @@ def test_the_naive_engine_runs_gpu_ops_on_the_callers_thread(fake):
     mv.init(engine="naive")
     g = mv.create_gpu_device(0)
     mv.set_device(g)
-    y = apply_op(WHERE, [mv.arange(4.0)]) * 2
-    assert y._node.done
+    y = build(WHERE, [mv.arange(4.0)]) * 2
+    assert y._storage.current.done
     np.testing.assert_array_equal(y.to_numpy(), np.arange(4.0) * 2)
     assert SEEN[0] == ("MainThread", device(g).streams["compute"])
     assert_settled(y)

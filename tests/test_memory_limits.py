@@ -16,7 +16,7 @@ import pytest
 import minerva as mv
 import minerva.ops  # noqa: F401
 from conftest import ENGINES, assert_settled, start_engine
-from fakes import build_scheduler
+from fakes import build_scheduler, submit
 from minerva import system as _system
 from minerva.ops import registry
 from minerva.ops.registry import spec
@@ -30,7 +30,8 @@ WAIT = 10.0
 
 def start(engine: str, strategy: str = "pooled", **options) -> int:
     """A runtime with one CPU device under ``LIMIT``; the device's id."""
-    start_engine(engine, mem_pool=strategy, mem_limit=LIMIT, **options)
+    start_engine(engine, mem_pool=strategy, mem_limit=LIMIT, default_dtype="float32",
+                 **options)
     dev = mv.create_cpu_device()
     mv.set_device(dev)
     return dev
@@ -218,8 +219,8 @@ FILL, NEG = registry.get("fill"), registry.get("negative")
 
 def fill(scheduler, value):
     """A new 1 KiB value full of ``value`` on the gated device."""
-    (out,) = scheduler.submit(FILL, dict(shape=VALUE.shape, dtype=VALUE.dtype, value=value),
-                              [], [VALUE], 0, ("t.py", 1))
+    (out,) = submit(scheduler, FILL, dict(shape=VALUE.shape, dtype=VALUE.dtype, value=value),
+                    [], [VALUE], 0, ("t.py", 1))
     return out
 
 
@@ -258,7 +259,7 @@ def churn(scheduler, device, x_span, n):
         scheduler.wait(z, timeout=WAIT)
         assert not overlaps(z.block, x_span), f"value {i} got the block of a pending input"
         np.testing.assert_array_equal(z.array, np.full(256, i, np.float32))
-        scheduler.release(z)
+        del scheduler.held[z.node_id]  # its last handle goes
     raw = [device.store.alloc(VALUE.nbytes) for _ in range(n)]
     assert not any(overlaps(block, x_span) for block in raw)
     for block in raw:
@@ -288,12 +289,12 @@ def test_a_buffer_is_not_reused_while_a_pending_op_reads_it(strategy, dispatch):
     x = fill(scheduler, 7.0)
     finish(device, x.producer)
     scheduler.wait(x, timeout=WAIT)
-    (y,) = scheduler.submit(NEG, {}, [x], [VALUE], 0, ("t.py", 2))
+    (y,) = submit(scheduler, NEG, {}, [x], [VALUE], 0, ("t.py", 2))
     reader = y.producer
     with device.arrived:
         assert device.arrived.wait_for(lambda: reader in device.held, WAIT)
     x_span = span(x.block)
-    scheduler.release(x)
+    del scheduler.held[x.node_id]  # every handle to x is gone
     churn(scheduler, device, x_span, 100)
     assert ("data_deleted", x.node_id) not in log.events
     np.testing.assert_array_equal(x.array, np.full(256, 7.0, np.float32))

@@ -23,7 +23,7 @@ WAIT = 30.0
 def two_devices(request):
     """A runtime with each strategy and engine, two CPU devices; ``(strategy, devices)``."""
     strategy, engine = request.param
-    start_engine(engine, mem_pool=strategy)
+    start_engine(engine, mem_pool=strategy, default_dtype="float32")
     devices = [mv.create_cpu_device() for _ in range(2)]
     mv.set_device(devices[0])
     return strategy, devices
@@ -197,7 +197,7 @@ def engine_and(request) -> str:
 
 def start(engine: str, strategy: str) -> None:
     """A runtime with one CPU device (id 0) and ``strategy``."""
-    start_engine(engine, mem_pool=strategy)
+    start_engine(engine, mem_pool=strategy, default_dtype="float32")
     mv.set_device(mv.create_cpu_device())
 
 
@@ -216,8 +216,8 @@ def test_an_environment_limit_is_enforced(monkeypatch):
     """With ``MINERVA_MEM_LIMIT=512K`` a 1 MiB array fails; a 256 KiB one does not."""
     monkeypatch.setenv("MINERVA_MEM_LIMIT", "512K")
     with pytest.raises(mv.OutOfMemoryError, match="524288 bytes"):
-        mv.zeros(1 << 18).wait(timeout=WAIT)
-    assert float(mv.ones(1 << 16).sum()) == 1 << 16
+        mv.zeros(1 << 18, dtype=np.float32).wait(timeout=WAIT)
+    assert float(mv.ones(1 << 16, dtype=np.float32).sum()) == 1 << 16
 
 
 @pytest.mark.parametrize("text", ["lots", "12Q", "-5M", ""])
@@ -233,6 +233,6 @@ def test_a_bad_mem_limit_is_rejected_at_start(monkeypatch, text):
 def test_mem_pool_is_read_from_the_environment(monkeypatch, strategy, cached):
     """``MINERVA_MEM_POOL`` picks the rounding: a freed 3000-byte array caches this much."""
     monkeypatch.setenv("MINERVA_MEM_POOL", strategy)
-    mv.zeros(750).wait(timeout=WAIT)
+    mv.zeros(750, dtype=np.float32).wait(timeout=WAIT)
     mv.wait_for_all(timeout=WAIT)
     assert mv.memory_stats()["cached_bytes"] == cached

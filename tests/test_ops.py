@@ -117,10 +117,10 @@ def test_reduction_errors(engine):
     a = mv.zeros((2, 0))
     with pytest.raises(mv.ShapeError, match="zero-size"):
         a.max(axis=1)
-    check(a.sum(axis=1), np.zeros((2, 0), np.float32).sum(axis=1))
+    check(a.sum(axis=1), np.zeros((2, 0), np.float64).sum(axis=1))
     with pytest.raises(mv.ShapeError, match="repeated"):
         mv.ones((2, 2)).sum(axis=(0, 0))
-    with pytest.raises(mv.ShapeError):
+    with pytest.raises(TypeError):
         mv.ones((2, 2)).argmax(axis=(0, 1))
 
 
@@ -204,7 +204,7 @@ def test_random_ops_have_the_right_distribution(engine):
     normal = mv.randn((200, 200), mu=2.0, sigma=0.5).to_numpy()
     uniform = mv.rand((200, 200), low=-1, high=3).to_numpy()
     coins = mv.randb((200, 200), 0.3).to_numpy()
-    assert normal.dtype == np.float32 and abs(normal.mean() - 2.0) < 0.01
+    assert normal.dtype == np.float64 and abs(normal.mean() - 2.0) < 0.01
     assert abs(normal.std() - 0.5) < 0.01
     assert uniform.min() >= -1 and uniform.max() < 3 and abs(uniform.mean() - 1) < 0.02
     assert set(np.unique(coins)) <= {0.0, 1.0} and abs(coins.mean() - 0.3) < 0.01

@@ -11,20 +11,20 @@ import minerva.ops  # noqa: F401
 from minerva.ops import registry
 from minerva.ops.registry import spec
 from minerva.scheduler.queue import TaskKind
-from fakes import build_scheduler
+from fakes import build_scheduler, submit
 
 F32 = spec((4,), np.float32)
 FILL, ADD, NEG = registry.get("fill"), registry.get("add"), registry.get("negative")
 
 
 def fill(scheduler, value, device=0):
-    (out,) = scheduler.submit(FILL, dict(shape=(4,), dtype=F32.dtype, value=value), [],
+    (out,) = submit(scheduler, FILL, dict(shape=(4,), dtype=F32.dtype, value=value), [],
                               [F32], device, ("t.py", 1))
     return out
 
 
 def add(scheduler, a, b, device=0):
-    (out,) = scheduler.submit(ADD, {}, [a, b], [F32], device, ("t.py", 2))
+    (out,) = submit(scheduler, ADD, {}, [a, b], [F32], device, ("t.py", 2))
     return out
 
 
@@ -79,7 +79,7 @@ def test_a_held_run_keeps_its_inputs_alive_and_their_blocks_unshared():
 def test_poisoned_op_skips_its_device_and_independent_work_completes():
     scheduler, (device,), _ = build_scheduler(["inline"])
     bad = registry.OpDef("raise_now", lambda: (F32,), _raise)
-    (x,) = scheduler.submit(bad, {}, [], [F32], 0, ("t.py", 9))
+    (x,) = submit(scheduler, bad, {}, [], [F32], 0, ("t.py", 9))
     y = add(scheduler, x, x)
     z = fill(scheduler, 1.0)
     scheduler.run_pending()

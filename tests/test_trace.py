@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 import minerva as mv
-from minerva.narray import apply_op
+import minerva.tracing as tracing
+from minerva.builder import build
 from minerva.ops import registry
-from minerva.trace import chrome, recorder
-from minerva.trace.convert import convert
+from minerva.tracing import chrome, recorder
+from minerva.tracing.convert import convert
 from trace_checks import check_chrome_trace, op_slices
 
 HERE = os.path.basename(__file__)
@@ -79,10 +80,10 @@ def test_trace_of_two_devices_is_a_valid_chrome_trace(tmp_path, engine):
         assert args["created_at"].startswith(HERE + ":")
         assert set(args) >= {"op", "node_id", "device", "inputs", "outputs", "deps", "bytes"}
     matmul, copy = ops[1], ops[2]
-    assert matmul["args"]["outputs"][0].endswith("float32[8, 8] @0")
+    assert matmul["args"]["outputs"][0].endswith("float64[8, 8] @0")
     assert matmul["args"]["deps"] == [ops[0]["args"]["node_id"]] * 2
     assert copy["cat"] == "copy" and copy["name"] == "copy 0\u21921"
-    assert copy["args"]["bytes"] == 8 * 8 * 4 and copy["args"]["from_device"] == 0
+    assert copy["args"]["bytes"] == 8 * 8 * 8 and copy["args"]["from_device"] == 0
     assert matmul["pid"] != copy["pid"], "one process per device"
 
 
@@ -132,7 +133,7 @@ def test_a_failed_op_is_marked_with_its_error_and_the_ops_it_poisoned(tmp_path):
     mv.init()
     mv.trace.start(str(tmp_path / "t.json"))
     x = mv.ones(4)
-    bad = apply_op(TRACE_FAIL, [x], message="boom")
+    bad = build(TRACE_FAIL, [x], dict(message="boom"))
     worse = (bad + 1.0) * 2.0
     fine = x + 1.0
     with pytest.raises(mv.OpError):
@@ -159,7 +160,7 @@ def test_an_op_running_at_the_stop_is_shown_unfinished_and_its_consumer_in_fligh
     mv.trace.start(str(tmp_path / "t.json"))
     x = mv.ones(4)
     x.wait(timeout=30)
-    held = apply_op(TRACE_HOLD, [x], message="")
+    held = build(TRACE_HOLD, [x], dict(message=""))
     after = held + 1.0
     try:
         assert _entered.wait(30)
@@ -249,3 +250,107 @@ def test_convert_keeps_ops_that_started_before_the_recording():
     assert op.inputs == [{"id": 5, "label": "#5"}] and op.outputs[0]["nbytes"] == 16
     trace = chrome.build(recording, {0: "cpu0"})
     check_chrome_trace(trace)
+
+
+# ---- a trace path is checked at start; a failed write leaves the runtime consistent -----
+
+def _bad_trace_paths(tmp_path) -> dict:
+    """Paths no trace can be written to, by what is wrong with them."""
+    a_file = tmp_path / "a_file.txt"
+    a_file.write_text("")
+    return {"missing directory": tmp_path / "nonexistent" / "dir" / "t.json",
+            "a directory": tmp_path,
+            "parent is a file": a_file / "t.json",
+            "empty": ""}
+
+
+@pytest.mark.parametrize("case", ["missing directory", "a directory", "parent is a file",
+                                  "empty"])
+def test_check_trace_path_refuses_a_path_it_cannot_write(tmp_path, case):
+    path = _bad_trace_paths(tmp_path)[case]
+    with pytest.raises(ValueError) as info:
+        mv.trace.check_trace_path(path)
+    assert isinstance(info.value, mv.trace.TracePathError)
+    assert isinstance(info.value, mv.MinervaError)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("case", ["missing directory", "a directory", "parent is a file"])
+def test_start_refuses_a_bad_path_at_once_and_records_nothing(tmp_path, case):
+    path = str(_bad_trace_paths(tmp_path)[case])
+    with pytest.raises(mv.trace.TracePathError, match="cannot write a trace to"):
+        mv.trace.start(path)
+    assert mv.system.running() is None, "a refused start starts no runtime"
+    mv.init()
+    system = mv.system.get_system()
+    with pytest.raises(ValueError) as info:
+        mv.trace.start(path)
+    assert repr(path) in str(info.value)
+    with pytest.raises(ValueError):
+        tracing.start_system_trace(system, path)
+    assert system.tracer is None and not system.hooks.active
+    assert mv.trace.stop() is None
+    assert float(mv.ones(3).sum()) == 3.0
+
+
+def test_check_trace_path_accepts_writable_paths(tmp_path, monkeypatch):
+    existing = tmp_path / "old.json"
+    existing.write_text("{}")
+    assert mv.trace.check_trace_path(tmp_path / "t.json.gz") == str(tmp_path / "t.json.gz")
+    assert mv.trace.check_trace_path(str(existing)) == str(existing)
+    monkeypatch.chdir(tmp_path)
+    assert mv.trace.check_trace_path("here.json") == "here.json"
+    assert not (tmp_path / "here.json").exists(), "checking creates nothing"
+    with pytest.raises(TypeError):
+        mv.trace.check_trace_path(None)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="root may write anywhere")
+def test_check_trace_path_refuses_a_read_only_directory(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        with pytest.raises(mv.trace.TracePathError, match="not writable"):
+            mv.trace.check_trace_path(locked / "t.json")
+    finally:
+        locked.chmod(0o700)
+
+
+class _Events:
+    """Stands in for the trace module's structlog logger; keeps (level, event, fields)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def __getattr__(self, level):
+        return lambda event, **fields: self.seen.append((level, event, fields))
+
+
+def test_a_failed_write_is_logged_and_raised_after_the_trace_is_detached(tmp_path,
+                                                                         monkeypatch):
+    import shutil
+    events = _Events()
+    monkeypatch.setattr(tracing, "log", events)
+    target = tmp_path / "gone"
+    target.mkdir()
+    path = str(target / "t.json")
+    mv.trace.start(path)
+    system = mv.system.get_system()
+    listener = system.tracer._recorder
+    (mv.ones(4) * 2.0).wait(timeout=30)
+    shutil.rmtree(target)  # the directory goes away while the trace records
+    with pytest.raises(OSError):
+        mv.trace.stop()
+    assert system.tracer is None and not system.hooks.active
+    assert listener.t_stop is not None, "the recorder was closed"
+    failed = [f for level, event, f in events.seen if event == "trace_write_failed"]
+    assert [level for level, event, _f in events.seen
+            if event == "trace_write_failed"] == ["error"]
+    assert failed[0]["path"] == path and "FileNotFoundError" in failed[0]["error"]
+    assert mv.trace.stop() is None
+    again = str(tmp_path / "again.json")
+    mv.trace.start(again)
+    assert float(mv.ones(2).sum()) == 2.0
+    assert mv.trace.stop() == again and os.path.exists(again)

@@ -15,14 +15,18 @@ from minerva.ops import registry
 from minerva.ops.copy import COPY
 from minerva.ops.registry import spec
 from minerva.scheduler.dag_scheduler import DagScheduler
-from minerva.trace import analysis, chrome, model, report
-from minerva.trace.convert import convert
-from minerva.trace.recorder import Recorder
+from minerva.tracing import analysis, chrome, model, report
+from minerva.tracing.convert import convert
+from minerva.tracing.recorder import Recorder
 from trace_checks import check_chrome_trace
 
 F32 = spec((4,), np.float32)
 FILL, NEG, ADD = registry.get("fill"), registry.get("negative"), registry.get("add")
 US = 1000  # ns
+
+
+COPY_US = 5
+"""Duration of the copy the engine inserts (the only op not given one)."""
 
 
 class ClockDevice(InlineDevice):
@@ -36,7 +40,7 @@ class ClockDevice(InlineDevice):
     def run_inline(self, op):
         clock = self.clock
         start = max([self.free_at] + [clock["ready"][d.node_id] for d in op.inputs])
-        end = start + clock["durations"][op.node_id] * US
+        end = start + clock["durations"].get(op.node_id, COPY_US) * US
         self.hooks.op_started(op, self.device_id, self.track, start)
         self.execute(op)
         self.hooks.op_finished(op, self.device_id, self.track, end, None)
@@ -54,14 +58,14 @@ def run_hand_built_dag():
     hooks.subscribe(recorder)
     clock = {"base": recorder.t_start + 10**9, "ready": {}, "durations": {}}
     devices = [ClockDevice(i, hooks, clock) for i in range(2)]
-    scheduler = DagScheduler(PhysicalDag(), DeviceTable(devices), hooks, 1 << 20, 0,
+    scheduler = DagScheduler(PhysicalDag(), DeviceTable(devices), hooks, 1 << 20, COPY, 0,
                              "queued")
     for device in devices:
         device.listener = scheduler.on_device_complete
 
     def submit(op_def, inputs, device, duration, **attrs):
         (out,) = scheduler.submit(op_def, attrs, inputs, [F32], device, ("dag.py", 1))
-        clock["durations"][out.producer.node_id] = duration
+        clock["durations"][out.current.producer.node_id] = duration
         return out
 
     fill = dict(shape=(4,), dtype=F32.dtype, value=1.0)
@@ -69,11 +73,11 @@ def run_hand_built_dag():
     b = submit(NEG, [a], 0, 20)
     c = submit(NEG, [b], 0, 30)
     d = submit(FILL, [], 1, 15, **fill)
-    e = submit(COPY, [b], 1, 5)
-    f = submit(ADD, [e, d], 1, 50)
-    ids = {name: node.producer.node_id for name, node in zip("ABCDEF", [a, b, c, d, e, f])}
+    f = submit(ADD, [b, d], 1, 50)  # the engine copies b to dev1 first: E (COPY_US)
+    ids = {name: s.current.producer.node_id for name, s in zip("ABCDF", [a, b, c, d, f])}
+    ids["E"] = f.current.producer.inputs[0].producer.node_id
     scheduler.run_pending()
-    assert all(node.state >= 3 for node in (c, f))
+    assert all(s.current.state >= 3 for s in (c, f))
     hooks.unsubscribe(recorder)
     recorder.close()
     trace = chrome.build(convert(recorder.snapshot(), recorder.t_start, recorder.t_stop),

@@ -1,13 +1,22 @@
-"""Runtime configuration, read once from ``MINERVA_*`` environment variables at start."""
+"""Runtime configuration, read once from ``MINERVA_*`` environment variables at start.
+
+Every value, from the environment or from ``mv.init(**options)``, goes through the same
+parser; a bad one is a ValueError naming the setting and the values it takes. Choices are
+case-insensitive (``MINERVA_ENGINE=NAIVE`` is ``naive``).
+"""
 from __future__ import annotations
 
 import dataclasses
 import os
 import re
 
+import numpy as np
+
 ENGINES = ("dag", "naive")
 DISPATCH_MODES = ("inline", "queued")
 MEM_POOLS = ("pooled", "round", "naive")
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical", "json")
+DEFAULT_DTYPES = ("float64", "float32", "float16")
 _SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
@@ -24,36 +33,32 @@ class Config:
     virtual_gpus: int = 0
     trace: str | None = None
     log: str = "warning"
-
-    def __post_init__(self):
-        if isinstance(self.mem_limit, str):
-            object.__setattr__(self, "mem_limit", parse_size(self.mem_limit))
-        _check_choice("MINERVA_ENGINE", self.engine, ENGINES)
-        _check_choice("MINERVA_MEM_POOL", self.mem_pool, MEM_POOLS)
-        _check_choice("MINERVA_DISPATCH", self.dispatch, DISPATCH_MODES)
-        if self.dispatchers < 1:
-            raise ValueError(f"MINERVA_DISPATCHERS must be >= 1, got {self.dispatchers}")
-        if self.max_pending < 1:
-            raise ValueError(f"MINERVA_MAX_PENDING must be >= 1, got {self.max_pending}")
-        if self.virtual_gpus < 0:
-            raise ValueError(f"MINERVA_VIRTUAL_GPUS must be >= 0, got {self.virtual_gpus}")
+    default_dtype: np.dtype = np.dtype(np.float64)
 
     @classmethod
     def from_env(cls, environ=None, **overrides) -> "Config":
-        """Build a Config from ``environ`` (default ``os.environ``), then apply overrides."""
+        """Build a Config from ``environ`` (default ``os.environ``), then apply overrides
+        (``mv.init`` options), each parsed and checked."""
         env = os.environ if environ is None else environ
         values = {}
-        for field, (var, parse) in _ENV_FIELDS.items():
+        for field, (var, parse) in SETTINGS.items():
             raw = env.get(var)
             if raw not in (None, ""):
                 values[field] = _parse(var, raw, parse)
-        values.update(overrides)
+        for field, raw in overrides.items():
+            if field not in SETTINGS:
+                raise TypeError(f"mv.init: unknown option {field!r}; options are "
+                                f"{', '.join(SETTINGS)}")
+            if raw is not None or field in ("mem_limit", "trace"):
+                values[field] = None if raw is None else _parse(field, raw, SETTINGS[field][1])
         return cls(**values)
 
 
-def parse_size(text: str | int) -> int:
+def parse_size(text) -> int:
     """Parse a byte count such as ``512M``, ``8G``, ``1.5G`` or ``1048576``."""
-    if isinstance(text, int):
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text < 0:
+            raise ValueError(f"a size is >= 0 bytes, got {text}")
         return text
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(I?B)?\s*", str(text).upper())
     if not match:
@@ -62,26 +67,63 @@ def parse_size(text: str | int) -> int:
     return int(number * _SIZE_UNITS[unit])
 
 
+def _count(minimum: int):
+    def parse(raw) -> int:
+        if isinstance(raw, bool) or isinstance(raw, float):
+            raise ValueError(f"expected an int, got {raw!r}")
+        try:
+            value = int(str(raw).strip())
+        except ValueError:
+            raise ValueError(f"expected an int, got {raw!r}") from None
+        if value < minimum:
+            raise ValueError(f"must be >= {minimum}, got {value}")
+        return value
+    return parse
+
+
+def _choice(choices):
+    def parse(raw) -> str:
+        value = str(raw).strip().lower()
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}; got {raw!r}")
+        return value
+    return parse
+
+
+def _text(raw) -> str:
+    if not isinstance(raw, (str, os.PathLike)):
+        raise ValueError(f"expected a path, got {raw!r}")
+    return os.fspath(raw).strip()
+
+
+def _dtype(raw) -> np.dtype:
+    try:
+        dtype = np.dtype(raw.strip() if isinstance(raw, str) else raw)
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.name not in DEFAULT_DTYPES:
+        raise ValueError(f"must be one of {', '.join(DEFAULT_DTYPES)}; got {raw!r}")
+    return dtype
+
+
 def _parse(var, raw, parse):
     try:
         return parse(raw)
-    except ValueError as exc:
-        raise ValueError(f"bad value for {var}={raw!r}: {exc}") from None
+    except (TypeError, ValueError) as exc:
+        name = var if var.startswith("MINERVA_") else f"{var} (MINERVA_{var.upper()})"
+        raise ValueError(f"bad value for {name}={raw!r}: {exc}") from None
 
 
-def _check_choice(var, value, choices):
-    if value not in choices:
-        raise ValueError(f"{var} must be one of {', '.join(choices)}; got {value!r}")
-
-
-_ENV_FIELDS = {
-    "engine": ("MINERVA_ENGINE", str.strip),
-    "dispatchers": ("MINERVA_DISPATCHERS", int),
-    "dispatch": ("MINERVA_DISPATCH", str.strip),
-    "mem_pool": ("MINERVA_MEM_POOL", str.strip),
+SETTINGS = {
+    "engine": ("MINERVA_ENGINE", _choice(ENGINES)),
+    "dispatchers": ("MINERVA_DISPATCHERS", _count(1)),
+    "dispatch": ("MINERVA_DISPATCH", _choice(DISPATCH_MODES)),
+    "mem_pool": ("MINERVA_MEM_POOL", _choice(MEM_POOLS)),
     "mem_limit": ("MINERVA_MEM_LIMIT", parse_size),
-    "max_pending": ("MINERVA_MAX_PENDING", int),
-    "virtual_gpus": ("MINERVA_VIRTUAL_GPUS", int),
-    "trace": ("MINERVA_TRACE", str.strip),
-    "log": ("MINERVA_LOG", str.strip),
+    "max_pending": ("MINERVA_MAX_PENDING", _count(1)),
+    "virtual_gpus": ("MINERVA_VIRTUAL_GPUS", _count(0)),
+    "trace": ("MINERVA_TRACE", _text),
+    "log": ("MINERVA_LOG", _choice(LOG_LEVELS)),
+    "default_dtype": ("MINERVA_DEFAULT_DTYPE", _dtype),
 }
+"""Each setting: its environment variable and the parser of its values."""

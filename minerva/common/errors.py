@@ -1,17 +1,35 @@
 """The exception classes of minerva; every error the runtime raises derives from MinervaError."""
 from __future__ import annotations
 
+from minerva.common.callsite import format_callsite, user_callsite
+
 
 class MinervaError(Exception):
     """Base class of every error minerva raises."""
 
 
 class ShapeError(MinervaError, ValueError):
-    """An op's shapes or dtypes break its rule; raised at once, at the line that built the op."""
+    """An op's shapes or dtypes break its rule; raised at once, at the line that built the op.
+
+    Every ShapeError notes that line ("built at file.py:12")."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.add_note(f"built at {format_callsite(user_callsite())}")
 
 
 class ShapeIndexError(ShapeError, IndexError):
     """An index is out of range for the array it indexes (also an IndexError)."""
+
+
+class DTypeError(ShapeError, TypeError):
+    """An op does not take its operands' dtypes (``invert`` of floats), or a result cannot be
+    written into an array of another dtype under NumPy's casting rule (``x += 1.5`` on an
+    integer array); also a TypeError, as NumPy's UFuncTypeError."""
+
+
+class CancelledError(MinervaError):
+    """An op never ran: ``mv.shutdown`` cancelled it (raised as the cause of its OpError)."""
 
 
 class DeviceError(MinervaError):

@@ -42,15 +42,17 @@ def dump(system, path_or_file, format: str = "dot", elide_completed: bool = Fals
 
 def snapshot(system) -> dict:
     """Plain rows of the live op and data nodes, the DAG's totals and the devices."""
-    engine = system.engine
-    engine.flush_releases()
-    with engine._lock:
-        ops, data = system.dag.snapshot()
-        view = {"stats": system.dag.stats(), "ops": [_op_row(op) for op in ops],
-                "data": [_data_row(node) for node in data], "elided": {}}
+    view = system.engine.snapshot(_rows)
     view["devices"] = {d.device_id: f"{d.kind}{getattr(d, 'ordinal', d.device_id)}"
                        for d in system.devices.all()}
     return view
+
+
+def _rows(dag) -> dict:
+    """Rows of every live node (called under the engine's lock)."""
+    ops, data = dag.snapshot()
+    return {"stats": dag.stats(), "ops": [_op_row(op) for op in ops],
+            "data": [_data_row(node) for node in data], "elided": {}}
 
 
 def _op_row(op) -> dict:
@@ -63,7 +65,8 @@ def _op_row(op) -> dict:
 
 def _data_row(node) -> dict:
     spec, producer, copy_of = node.spec, node.producer, node.copy_of
-    return {"id": node.node_id, "shape": list(spec.shape), "dtype": str(spec.dtype),
+    return {"id": node.node_id, "label": node.label, "shape": list(spec.shape),
+            "dtype": str(spec.dtype),
             "nbytes": int(spec.nbytes), "device": node.device_id,
             "state": STATE_NAMES[node.state], "rc": node.rc, "extern_rc": node.extern_rc,
             "producer": None if producer is None else producer.node_id,
@@ -151,7 +154,8 @@ def _op_line(row: dict, max_label: int) -> str:
 def _data_line(row: dict, max_label: int) -> str:
     origin = (f" from op #{row['producer']}" if row["producer"] is not None else "")
     origin += f" copy of #{row['copy_of']}" if row["copy_of"] is not None else ""
-    return (f"data #{row['id']} {_fit(_value(row), max_label)} {row['state']} "
+    return (f"data #{row['id']} ({row['label']}) {_fit(_value(row), max_label)} "
+            f"{row['state']} "
             f"rc={row['rc']} handles={row['extern_rc']} {format_bytes(row['nbytes'])}{origin}")
 
 
@@ -204,7 +208,8 @@ def _dot_cluster(view, device, ops, data, max_label) -> list[str]:
         lines.append(f"    o{row['id']} [shape=box, label={dot_quote(label)}, "
                      f"fillcolor=\"{OP_COLORS.get(row['state'], '#ffffff')}\"];")
     for row in sorted(data, key=_id):
-        label = f"#{row['id']}\n{_fit(_value(row), max_label)}"
+        label = (_fit(f"#{row['id']} ({row['label']})", max_label)
+                 + f"\n{_fit(_value(row), max_label)}")
         lines.append(f"    d{row['id']} [shape=ellipse, label={dot_quote(label)}, "
                      f"fillcolor=\"{DATA_COLORS.get(row['state'], '#ffffff')}\"];")
     if device in view["elided"]:

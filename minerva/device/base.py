@@ -1,7 +1,7 @@
 """The device interface. A device runs ops on its own worker(s) or stream(s), owns a
 DataStore, and reports every finished op to one listener callback. Devices know ops
-through a few node fields only (``op``, ``attrs``, ``inputs[i].array``,
-``outputs[i].spec``), never the scheduler or the DAG.
+through a few node fields only (``op_def``, ``attrs``, ``inputs[i].array``, ``views``,
+``outputs[i].spec`` and ``.base``), never the scheduler or the DAG.
 """
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ class Device(abc.ABC):
 
     kind = "abstract"
     xp: Any = None
+    cancelled: BaseException | None = None
+    """Set by ``cancel``: the error ops handed to this device from then on fail with."""
     output_stream: Any = None
     """The stream key kernels write their outputs on (None: a CPU device's one queue)."""
 
@@ -56,26 +58,53 @@ class Device(abc.ABC):
     def run_inline(self, op) -> BaseException | None:
         """Run ``op`` now on the calling thread; the exception it raised, or None."""
         hooks = self.hooks
-        hooks.op_started(op, self.device_id, self.track, time.perf_counter_ns())
+        if hooks.active:
+            hooks.op_started(op, self.device_id, self.track, time.perf_counter_ns())
         try:
             self.execute(op)
             exc = None
         except Exception as err:  # stored on the op's outputs by the engine
             exc = detach_traceback(err)
-        hooks.op_finished(op, self.device_id, self.track, time.perf_counter_ns(), exc)
+        if hooks.active:
+            hooks.op_finished(op, self.device_id, self.track, time.perf_counter_ns(), exc)
         return exc
 
+    def cancel(self, error: BaseException) -> None:
+        """Report every op handed to this device from now on as failed with ``error``,
+        without running it (shutdown cancels what has not started)."""
+        self.cancelled = error
+
     def execute(self, op) -> None:
-        """Allocate the op's outputs from this device's store (for ``output_stream``) and
-        run its kernel."""
-        outputs = op.outputs
-        for data in outputs:
-            self.allocate(data, self.output_stream)
+        """Give the op's outputs their buffers (a fresh block from this device's store for
+        ``output_stream``, or the buffer of the version a write overwrites) and run its
+        kernel on its inputs' views."""
         arrays = [data.array for data in op.inputs]
-        out = outputs[0].array if len(outputs) == 1 else tuple(d.array for d in outputs)
-        if op.op is COPY and self._copy_in(op.inputs[0], out):
+        if op.n_args != len(arrays):
+            del arrays[op.n_args:]
+        if op.views is not None:
+            view = self.view
+            arrays = [a if v is None else view(a, v) for a, v in zip(arrays, op.views)]
+        outs = [self._out_array(data) for data in op.outputs]
+        if op.out_views is not None:
+            view = self.view
+            outs = [a if v is None else view(a, v) for a, v in zip(outs, op.out_views)]
+        out = outs[0] if len(outs) == 1 else tuple(outs)
+        op_def = op.op_def
+        if op_def is COPY and self._copy_in(op.inputs[0], out):
             return
-        op.op.impl(self.xp, *arrays, out=out, **op.attrs)
+        op_def.impl(self.xp, *arrays, out=out, **op.attrs)
+
+    def _out_array(self, data):
+        base = data.base
+        if base is not None:
+            return base.array
+        self.allocate(data, self.output_stream)
+        return data.array
+
+    def view(self, array, view):
+        """``view`` (shape, strides, offset in bytes) of a whole buffer ``array``."""
+        shape, strides, offset = view
+        return np.ndarray(shape, array.dtype, array, offset, strides)
 
     def _copy_in(self, source, out) -> bool:
         """Let the device holding data node ``source`` copy it into ``out`` its own way (a
@@ -103,8 +132,10 @@ class Device(abc.ABC):
         block.label = ""
         self.store.free(block)
 
-    def to_host(self, array) -> np.ndarray:
-        """A NumPy copy of an array of this device."""
+    def to_host(self, array, view=None) -> np.ndarray:
+        """A NumPy copy of a whole buffer ``array`` of this device, or of its ``view``."""
+        if view is not None:
+            array = self.view(array, view)
         return np.array(array, copy=True)
 
     def memory_stats(self) -> dict:

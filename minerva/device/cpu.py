@@ -62,5 +62,8 @@ class CpuDevice(Device):
             op = get()
             if op is STOP:
                 return
-            exc = run(op)
-            self.listener(op, exc)
+            exc = run(op) if self.cancelled is None else self.cancelled
+            try:
+                self.listener(op, exc)
+            except Exception:  # a bug in a completion must not kill the worker
+                log.exception("cpu_completion_failed", device=self.device_id, op=repr(op))

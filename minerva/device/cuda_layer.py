@@ -106,6 +106,11 @@ class CudaLayer(abc.ABC):
         """Device array ``src`` to host (pinned ``dst``)."""
 
     @abc.abstractmethod
+    def strided(self, array: Any, shape: tuple, strides: tuple, offset: int) -> Any:
+        """A strided view of the whole C-contiguous device buffer ``array``: ``shape``,
+        byte ``strides`` and byte ``offset`` (no copy, no work on a stream)."""
+
+    @abc.abstractmethod
     def copy_d2d(self, dst: Any, src: Any, nbytes: int, stream: Any) -> None:
         """Device array to device array on the same GPU."""
 

@@ -13,9 +13,12 @@ from __future__ import annotations
 import contextlib
 import threading
 
+import numpy
+
 from minerva.common.errors import DeviceError
 from minerva.common.logging import get_logger
 from minerva.device.cuda_layer import CudaLayer, DeviceAllocator
+from minerva.device.gpu_device import GpuDevice
 
 log = get_logger("minerva.device")
 
@@ -123,7 +126,6 @@ class CupyLayer(CudaLayer):
     def pinned(self, nbytes: int):
         """Pinned host memory from CuPy's pinned pool, as a NumPy ``uint8`` array (the array
         keeps the memory alive; the pool reuses it once the array is gone)."""
-        import numpy
         memory = self.cupy.cuda.alloc_pinned_memory(nbytes)
         return numpy.frombuffer(memory, numpy.uint8, nbytes)
 
@@ -138,6 +140,11 @@ class CupyLayer(CudaLayer):
         """``cudaMemcpyAsync`` device to host."""
         self._memcpy(dst.ctypes.data, src.data.ptr, nbytes,
                      self.runtime.memcpyDeviceToHost, stream)
+
+    def strided(self, array, shape: tuple, strides: tuple, offset: int):
+        """``cupy.ndarray`` over ``array``'s memory at ``offset`` with ``strides``."""
+        return self.cupy.ndarray(shape, array.dtype, memptr=array.data + offset,
+                                 strides=strides)
 
     def copy_d2d(self, dst, src, nbytes: int, stream) -> None:
         """``cudaMemcpyAsync`` device to device."""
@@ -249,7 +256,6 @@ def physical_ordinal(ordinal, n_virtual: int, n_physical: int) -> int:
 def create_gpu_device(device_id: int, ordinal: int, config, hooks, listener, make_store):
     """A :class:`GpuDevice` with id ``device_id`` on GPU ``ordinal`` (logical under
     ``MINERVA_VIRTUAL_GPUS``), its store made by ``make_store(allocator, device_id)``."""
-    from minerva.device.gpu_device import GpuDevice
     layer = load_cuda_layer()
     physical = physical_ordinal(ordinal, config.virtual_gpus, layer.device_count())
     store = make_store(DeviceAllocator(layer, physical), device_id)

@@ -59,7 +59,7 @@ class CopyPaths:
         queue its transfer; what must stay alive until the op's event completes."""
         (data,) = op.outputs
         self.device.allocate(data, COPY_STREAM)
-        if op.op.name == "from_host":
+        if op.op_def.name == "from_host":
             return self.to_device(op.attrs["data"], data.array)
         return self.copy_from(op.inputs[0], data.array)
 

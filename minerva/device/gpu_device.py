@@ -92,13 +92,25 @@ class GpuDevice(Device):
         self._events.pop(block, None)
         super().free(block)
 
+    def view(self, array, view):
+        """``view`` (shape, strides, offset in bytes) of a whole device buffer ``array``."""
+        return self.layer.strided(array, *view)
+
     def event_of(self, block):
         """The event of the op that wrote ``block`` (None if unknown)."""
         return self._events.get(block)
 
-    def to_host(self, array):
-        """A NumPy copy of a computed array of this device (through pinned memory)."""
-        return self.copies.read_back(array)
+    def to_host(self, array, view=None):
+        """A NumPy copy of a computed buffer of this device, or of its ``view`` (gathered
+        into a contiguous buffer on the GPU first), through pinned memory."""
+        if view is None:
+            return self.copies.read_back(array)
+        stream = self.streams[COMPUTE_STREAM]
+        with self.layer.bind(self.physical, stream, self.temporaries):
+            packed = self.xp.ascontiguousarray(self.view(array, view))
+        gathered = self.layer.new_event(self.physical)
+        self.layer.record(gathered, stream)
+        return self.copies.read_back(packed, event=gathered)
 
     def copy_out(self, data, out) -> bool:
         """Copy data node ``data`` of this device into host array ``out`` now (a CPU
@@ -158,6 +170,9 @@ class GpuDevice(Device):
             op = get()
             if op is STOP:
                 return
+            if self.cancelled is not None:
+                self.listener(op, self.cancelled)
+                continue
             launched = launch(op)
             watchers[launched.stream_name].put(launched)
 
@@ -165,7 +180,8 @@ class GpuDevice(Device):
         """Allocate ``op``'s outputs and queue its work on its stream, then record its
         event; an error raised on the way is kept for when the event completes."""
         t_launch = time.perf_counter_ns()
-        stream_name = COPY_STREAM if op.op.name in COPY_STREAM_OPS else COMPUTE_STREAM
+        stream_name = (COPY_STREAM if op.op_def.name in COPY_STREAM_OPS and op.views is None
+                       else COMPUTE_STREAM)
         keep = error = None
         self.temporaries.running(op)
         try:
@@ -180,7 +196,7 @@ class GpuDevice(Device):
         event = self._record(op, stream_name)
         if event is None and error is None:
             error = DeviceError(f"GPU {self.physical}: could not record the completion "
-                                f"event of op '{op.op.name}'")
+                                f"event of op '{op.op_def.name}'")
         return Launched(op, stream_name, event, error, keep, t_launch)
 
     def _record(self, op, stream_name):
@@ -193,8 +209,9 @@ class GpuDevice(Device):
             return None
         events = self._events
         for data in op.outputs:
-            if data.block is not None:
-                events[data.block] = event
+            block = data.block if data.base is None else data.base.block
+            if block is not None:
+                events[block] = event
         return event
 
     def _refuse_all(self, err) -> None:
@@ -223,7 +240,7 @@ class GpuDevice(Device):
                 self.layer.synchronize(launched.event)
             except Exception as err:  # an asynchronous CUDA error
                 error = error or DeviceError(f"GPU {self.physical} failed running op "
-                                             f"'{launched.op.op.name}': {err}")
+                                             f"'{launched.op.op_def.name}': {err}")
         t_done = time.perf_counter_ns()
         name = launched.stream_name
         t_start = max(launched.t_launch, self._last_done[name])

@@ -44,7 +44,7 @@ class _TemporaryLabel:
     def __str__(self) -> str:
         if self.op is None:
             return "temporary"
-        return f"temporary of op '{self.op.op.name}' created at {self.op.where}"
+        return f"temporary of op '{self.op.op_def.name}' created at {self.op.where}"
 
 
 class TemporaryAllocator:

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import threading
 
+from threadpoolctl import threadpool_limits
+
 from minerva.common.errors import DeviceError
 from minerva.common.logging import get_logger
+from minerva.device import gpu  # imports cupy only when a GPU is asked for
 from minerva.device.cpu import CpuDevice
 from minerva.storage import make_store
 from minerva.storage.host import HostAllocator
@@ -41,7 +44,6 @@ class DeviceManager:
 
     def create_gpu_device(self, ordinal: int) -> int:
         """A new device on GPU ``ordinal`` (or a virtual GPU); its id."""
-        from minerva.device import gpu  # cupy stays unimported until a GPU is asked for
         with self._lock:
             device_id = len(self._devices)
             device = gpu.create_gpu_device(device_id, ordinal, self.config, self.hooks,
@@ -50,7 +52,6 @@ class DeviceManager:
 
     def gpu_count(self) -> int:
         """Number of usable GPUs (logical ones under MINERVA_VIRTUAL_GPUS); 0 without CuPy."""
-        from minerva.device import gpu
         return gpu.gpu_device_count(self.config)
 
     def get(self, device_id):
@@ -70,10 +71,11 @@ class DeviceManager:
         """Every device, in id order."""
         return list(self._devices)
 
-    def shutdown(self, timeout: float | None = None) -> None:
-        """Stop every device's threads and undo the BLAS pinning."""
+    def shutdown(self) -> None:
+        """Stop every device's threads (each after its queued ops, which a cancelling
+        shutdown has already failed) and undo the BLAS pinning."""
         for device in self._devices:
-            device.shutdown(timeout)
+            device.shutdown()
         if self._blas_limit is not None:
             self._blas_limit.restore_original_limits()
             self._blas_limit = None
@@ -93,5 +95,4 @@ class DeviceManager:
 
     def _pin_blas(self) -> None:
         if self._blas_limit is None:
-            from threadpoolctl import threadpool_limits
             self._blas_limit = threadpool_limits(limits=1, user_api="blas")

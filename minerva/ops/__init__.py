@@ -6,6 +6,7 @@ from minerva.ops import (  # noqa: F401  (registration side effects)
     copy,
     creation,
     elementwise,
+    indexing,
     linalg,
     nn_activation,
     nn_conv,
@@ -14,4 +15,5 @@ from minerva.ops import (  # noqa: F401  (registration side effects)
     reduction,
     registry,
     shape,
+    views,
 )

@@ -24,4 +24,15 @@ def _copy_impl(xp, x, *, out):
         out[...] = xp.asarray(x)
 
 
-COPY = register("copy", _copy_infer, _copy_impl, priority=COPY_PRIORITY)
+def _assign_infer(x, *, dtype):
+    return (ArraySpec(x.shape, dtype),)
+
+
+def _assign_impl(xp, x, *, out, dtype):
+    xp.copyto(out, x, casting="unsafe")
+
+
+COPY = register("copy", _copy_infer, _copy_impl, priority=COPY_PRIORITY, elementwise=True)
+ASSIGN = register("assign", _assign_infer, _assign_impl, elementwise=True)
+"""``assign(x, dtype=...)`` into ``out=``: NumPy's item assignment, ``x`` broadcast to the
+written view and cast to its ``dtype`` (unsafe casting, as ``a[...] = x``)."""

@@ -20,6 +20,14 @@ def _fill_impl(xp, *, out, shape, dtype, value):
     out.fill(value)
 
 
+def _empty_infer(*, shape, dtype):
+    return (ArraySpec(shape, dtype),)
+
+
+def _empty_impl(xp, *, out, shape, dtype):
+    """Nothing to compute: the values of an empty array are whatever the buffer holds."""
+
+
 def _from_host_infer(*, data):
     return (ArraySpec(data.shape, data.dtype),)
 
@@ -67,6 +75,7 @@ def _random_impl(xp, *, out, kind, shape, dtype, params, seed):
 
 
 register("fill", _fill_infer, _fill_impl)
+register("empty", _empty_infer, _empty_impl)
 register("from_host", _from_host_infer, _from_host_impl)
 register("arange", _arange_infer, _arange_impl)
 register("random", _random_infer, _random_impl)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minerva.common.errors import DTypeError
 from minerva.ops.registry import ArraySpec, shape_error
 
 _CACHE: dict = {}
@@ -61,7 +62,10 @@ def _probe_dtype(name, function, operands) -> np.dtype:
     try:
         with np.errstate(all="ignore"):
             result = function(*(probe(x) for x in operands))
-    except (TypeError, ValueError, OverflowError, np.exceptions.DTypePromotionError) as exc:
+    except (TypeError, np.exceptions.DTypePromotionError) as exc:
+        kinds = ", ".join(str(cache_key(x)) for x in operands)
+        raise DTypeError(f"{name}: unsupported operand types ({kinds}): {exc}") from None
+    except (ValueError, OverflowError) as exc:
         kinds = ", ".join(str(cache_key(x)) for x in operands)
         raise shape_error(name, f"unsupported operand types ({kinds}): {exc}") from None
     return np.asarray(result).dtype

@@ -8,12 +8,17 @@ import numpy as np
 from minerva.ops import dtypes
 from minerva.ops.registry import ArraySpec, register, shape_error
 
-BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power",
-          "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater",
-          "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "arctan2",
-          "logical_and", "logical_or")
-UNARY = ("negative", "absolute", "exp", "log", "sqrt", "square", "sign", "tanh", "floor",
-         "ceil", "sin", "cos", "log1p", "expm1", "reciprocal", "invert", "logical_not")
+BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "fmod",
+          "power", "float_power", "maximum", "minimum", "fmax", "fmin", "equal", "not_equal",
+          "less", "less_equal", "greater", "greater_equal", "bitwise_and", "bitwise_or",
+          "bitwise_xor", "left_shift", "right_shift", "arctan2", "hypot", "copysign",
+          "logaddexp", "logaddexp2", "logical_and", "logical_or", "logical_xor", "nextafter",
+          "heaviside", "gcd", "lcm", "ldexp")
+UNARY = ("negative", "positive", "absolute", "fabs", "exp", "exp2", "expm1", "log", "log2",
+         "log10", "log1p", "sqrt", "cbrt", "square", "reciprocal", "sign", "sin", "cos",
+         "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
+         "arctanh", "floor", "ceil", "trunc", "rint", "invert", "logical_not", "isnan",
+         "isinf", "isfinite", "signbit", "conjugate", "deg2rad", "rad2deg")
 
 
 def broadcast_shape(name: str, *specs: ArraySpec) -> tuple:
@@ -152,15 +157,17 @@ def _clip_impl(xp, *arrays, out, layout):
 def _register_all() -> None:
     for name in BINARY:
         ufunc = getattr(np, name)
-        register(name, _binary_infer(name, ufunc), _binary_impl(name))
-        register(name + "_scalar", _scalar_infer(name, ufunc), _scalar_impl(name))
+        register(name, _binary_infer(name, ufunc), _binary_impl(name), elementwise=True)
+        register(name + "_scalar", _scalar_infer(name, ufunc), _scalar_impl(name),
+                 elementwise=True)
     for name in UNARY:
         ufunc = getattr(np, name)
-        register(name, _unary_infer(name, ufunc), _unary_impl(name))
-    register("sigmoid", _unary_infer("sigmoid", _sigmoid_reference), _sigmoid_impl)
-    register("relu", _relu_infer, _relu_impl)
-    register("where", _mixed_infer("where", np.where), _where_impl)
-    register("clip", _mixed_infer("clip", np.clip), _clip_impl)
+        register(name, _unary_infer(name, ufunc), _unary_impl(name), elementwise=True)
+    register("sigmoid", _unary_infer("sigmoid", _sigmoid_reference), _sigmoid_impl,
+             elementwise=True)
+    register("relu", _relu_infer, _relu_impl, elementwise=True)
+    register("where", _mixed_infer("where", np.where), _where_impl, elementwise=True)
+    register("clip", _mixed_infer("clip", np.clip), _clip_impl, elementwise=True)
 
 
 _register_all()

@@ -43,3 +43,20 @@ def _matmul_impl(xp, a, b, *, out, transpose_a=False, transpose_b=False):
 
 
 register("matmul", _matmul_infer, _matmul_impl)
+
+
+def _tensordot_infer(a: ArraySpec, b: ArraySpec, *, axes):
+    axes_a, axes_b = axes
+    if len(axes_a) != len(axes_b) or any(a.shape[i] != b.shape[j]
+                                         for i, j in zip(axes_a, axes_b)):
+        raise shape_error("tensordot", "shape-mismatch for sum", a, b)
+    shape = tuple(n for i, n in enumerate(a.shape) if i not in axes_a) + \
+        tuple(n for j, n in enumerate(b.shape) if j not in axes_b)
+    return (ArraySpec(shape, dtypes.result_dtype("tensordot", np.matmul, a, b)),)
+
+
+def _tensordot_impl(xp, a, b, *, out, axes):
+    out[...] = xp.tensordot(a, b, axes)
+
+
+register("tensordot", _tensordot_infer, _tensordot_impl)

@@ -36,12 +36,16 @@ def _log_softmax_infer(x: ArraySpec, *, axis=-1):
 
 
 def _softmax_impl(xp, x, *, out, axis=-1):
+    if not x.size:
+        return
     xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
     xp.exp(out, out=out)
     out /= out.sum(axis=axis, keepdims=True)
 
 
 def _log_softmax_impl(xp, x, *, out, axis=-1):
+    if not x.size:
+        return
     xp.subtract(x, x.max(axis=axis, keepdims=True), out=out)
     out -= xp.log(xp.exp(out).sum(axis=axis, keepdims=True))
 

@@ -39,17 +39,24 @@ class ArraySpec:
 
 
 class OpDef:
-    """One registered op: its name, shape rule, kernel and number of outputs."""
+    """One registered op: its name, shape rule, kernel and number of outputs.
 
-    __slots__ = ("name", "infer", "impl", "n_outputs", "priority")
+    ``elementwise`` ops compute each output element from the input elements at the same
+    (broadcast) position only: they may write into an input they read through the same
+    view, and into an ``out=`` their inputs broadcast to. ``vjp`` is the op's gradient rule
+    (None: not differentiable)."""
+
+    __slots__ = ("name", "infer", "impl", "n_outputs", "priority", "elementwise", "vjp")
 
     def __init__(self, name: str, infer: Callable, impl: Callable, n_outputs: int = 1,
-                 priority: int = 0):
+                 priority: int = 0, elementwise: bool = False):
         self.name = name
         self.infer = infer
         self.impl = impl
         self.n_outputs = n_outputs
         self.priority = priority
+        self.elementwise = elementwise
+        self.vjp = None
 
     def __repr__(self) -> str:
         return f"OpDef({self.name!r})"
@@ -59,11 +66,11 @@ _REGISTRY: dict[str, OpDef] = {}
 
 
 def register(name: str, infer: Callable, impl: Callable, n_outputs: int = 1,
-             priority: int = 0) -> OpDef:
+             priority: int = 0, elementwise: bool = False) -> OpDef:
     """Register op ``name``; a name can be registered once."""
     if name in _REGISTRY:
         raise ValueError(f"op {name!r} is already registered")
-    op = OpDef(name, infer, impl, n_outputs, priority)
+    op = OpDef(name, infer, impl, n_outputs, priority, elementwise)
     _REGISTRY[name] = op
     return op
 

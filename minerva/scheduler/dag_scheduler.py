@@ -9,7 +9,7 @@ handles user code dropped. Who handles a task depends on the dispatch mode:
   the user thread starts ops that are ready when built; a device thread that finished an op
   applies COMPLETE, frees what died and starts the successors (handing them to their
   devices). A chain of dependent ops then flows through one device thread without a single
-  thread switch. Dead values found under the lock are freed under it (DELETE at once).
+  thread switch. Dead values found under the lock are freed as soon as it is released.
 - ``queued``: every RUN, COMPLETE and DELETE goes through the PriorityDispatcherQueue and
   is handled by the dispatcher threads, in order of kind, priority and arrival.
 
@@ -38,34 +38,22 @@ def _priority(op) -> int:
 class DagScheduler(Engine):
     """The threaded engine; see the module docstring for who handles which task."""
 
-    def __init__(self, dag, devices, hooks, max_pending: int, n_dispatchers: int = 2,
-                 dispatch: str = "inline"):
-        super().__init__(dag, devices, hooks, max_pending)
+    def __init__(self, dag, devices, hooks, max_pending: int, copy_op,
+                 n_dispatchers: int = 2, dispatch: str = "inline"):
+        super().__init__(dag, devices, hooks, max_pending, copy_op)
         if dispatch not in DISPATCH_MODES:
             raise ValueError(f"dispatch mode must be one of {DISPATCH_MODES}, got {dispatch!r}")
         self.inline = dispatch == "inline"
         self.queue = PriorityDispatcherQueue()
         self._release_posted = False
+        self._release_flag = threading.RLock()
         self._handlers = {TaskKind.RUN: self._on_run, TaskKind.COMPLETE: self._on_complete,
-                          TaskKind.DELETE: self._delete_one, TaskKind.RELEASE: self._on_release}
+                          TaskKind.DELETE: self._on_delete, TaskKind.RELEASE: self._on_release}
         self._threads = [threading.Thread(target=self._dispatch_loop, daemon=True,
                                           name=f"minerva-dispatcher-{i}")
                          for i in range(n_dispatchers)]
         for thread in self._threads:
             thread.start()
-
-    def submit(self, op_def, attrs, inputs, out_specs, device_id, created_at):
-        """Register the op; start it at once if its inputs are already computed."""
-        with self._lock:
-            if self.closed or self.n_inflight >= self.max_pending:
-                self._check_open()
-                self._wait_for_room_locked()
-            op = self._register_locked(op_def, attrs, inputs, out_specs, device_id,
-                                       created_at)
-            ready = state.release_hold(op)
-        if ready:
-            self._start((op,))
-        return op.outputs
 
     def on_device_complete(self, op, exc: BaseException | None) -> None:
         """A device finished ``op`` (``exc`` set when it raised): its COMPLETE task."""
@@ -89,22 +77,25 @@ class DagScheduler(Engine):
     # ---- transitions ------------------------------------------------------------------
 
     def _finish(self, op, error, origin: bool) -> list:
-        """COMPLETE: settle the op, free what died (inline) or queue its DELETEs; the ops
-        that became ready."""
+        """COMPLETE: settle the op, then free what died (inline: at once, after the lock;
+        queued: as DELETE tasks); the ops that became ready."""
         with self._lock:
-            ready, dead = self._complete_locked(op, error, origin)
-            if dead and self.inline:
-                self._free_locked(dead)
-        if dead and not self.inline:
-            self.queue.put_many(TaskKind.DELETE, dead)
+            ready, blocks = self._complete_locked(op, error, origin)
+        if blocks:
+            if self.inline:
+                self._free_blocks(blocks)
+            else:
+                self.queue.put_many(TaskKind.DELETE, blocks)
         return ready
 
     def _start(self, ops: list) -> None:
         """RUN ready ops: hand each to its device (inline) or queue it; a poisoned op
         completes at once, and its consumers in turn (a loop, not recursion)."""
-        op_ready = self.hooks.op_ready
-        for op in ops:
-            op_ready(op)
+        if not ops:
+            return
+        if self.hooks.active:
+            for op in ops:
+                self.hooks.op_ready(op)
         if not self.inline:
             self.queue.put_many(TaskKind.RUN, ops, _priority)
             return
@@ -122,8 +113,9 @@ class DagScheduler(Engine):
             return None
         self.hooks.op_poisoned(op, poison)
         ready = self._finish(op, poison, origin=False)
-        for follower in ready:
-            self.hooks.op_ready(follower)
+        if self.hooks.active:
+            for follower in ready:
+                self.hooks.op_ready(follower)
         return ready
 
     # ---- dispatcher side ----------------------------------------------------------------
@@ -151,21 +143,27 @@ class DagScheduler(Engine):
     def _on_complete(self, op) -> None:
         self._start(self._finish(op, op.error, origin=op.error is not None))
 
+    def _on_delete(self, block) -> None:
+        self._free_blocks([block])
+
     def _on_release(self, _node) -> None:
-        self._release_posted = False
+        with self._release_flag:
+            self._release_posted = False
         self.flush_releases()
 
     # ---- engine hooks ---------------------------------------------------------------------
 
     def _kick_releases(self) -> None:
-        if not self._release_posted:
+        """Post one RELEASE task. Called from finalizers, which may run on a thread that
+        already holds any of our locks: the flag has its own reentrant lock."""
+        with self._release_flag:
+            if self._release_posted:
+                return
             self._release_posted = True
-            self.queue.put(TaskKind.RELEASE, None)
+        self.queue.put(TaskKind.RELEASE, None)
 
-    def _stop_threads(self, timeout) -> None:
+    def _stop_threads(self) -> None:
         for _ in self._threads:
             self.queue.put(TaskKind.STOP, None, priority=1 << 30)
         for thread in self._threads:
-            thread.join(timeout)
-            if thread.is_alive():
-                log.warning("dispatcher_did_not_stop", thread=thread.name)
+            thread.join()

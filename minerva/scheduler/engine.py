@@ -1,10 +1,13 @@
-"""What both engines share: registering ops, handle counts, waiting, failures, deletes.
+"""What both engines share: registering ops, storages and copies, handle counts, waiting,
+failures, deletes, cancelling.
 
 State owned here, all guarded by ``_lock``: the PhysicalDag and every node's runtime info,
-``n_inflight`` (ops registered and not finished), ``n_deleting`` (dead nodes whose storage
-is not yet freed), and ``_failures`` (op errors no ``wait_for_all`` has raised yet).
-Handle releases arrive from any thread (finalizers) through the lock-free ``_releases``
-deque and are applied the next time an engine thread holds the lock.
+every storage's ``current`` version and every version's copy cache, ``n_inflight`` (ops
+registered and not finished), ``n_deleting`` (dead nodes whose block is not yet back in its
+store) and ``_failures`` (op errors no ``wait_for_all`` has raised yet). Decisions are made under the lock; blocks are freed after it is
+released. Two lock-free deques carry work from threads that must not take the lock:
+``_releases`` (storages dropped by finalizers) and ``_freed`` (counts of blocks freed
+outside the lock); both are applied the next time an engine thread holds the lock.
 """
 from __future__ import annotations
 
@@ -12,18 +15,22 @@ import collections
 import threading
 import time
 
-from minerva.common.errors import MinervaError, OpError, WaitTimeoutError
+from minerva.common.errors import CancelledError, MinervaError, OpError, WaitTimeoutError
 from minerva.common.logging import get_logger
+from minerva.dag.nodes import FAILED, Storage
 from minerva.scheduler import state
 
 log = get_logger("minerva.scheduler")
 
 
 class Engine:
-    """Base of the DAG scheduler and the naive engine; subclasses decide *when* ops run."""
+    """Base of the DAG scheduler and the naive engine; subclasses decide *when* ops run
+    (``_start``). ``copy_op`` is the op definition of a copy (the engine inserts copies of
+    inputs that live on another device, and copies on write)."""
 
-    def __init__(self, dag, devices, hooks, max_pending: int):
+    def __init__(self, dag, devices, hooks, max_pending: int, copy_op):
         self.dag = dag
+        self.copy_op = copy_op
         self.devices = devices
         self.hooks = hooks
         self.max_pending = max_pending
@@ -33,37 +40,75 @@ class Engine:
         self._n_sleepers = 0
         self._n_reclaimers = 0
         self._releases: collections.deque = collections.deque()
+        self._freed: collections.deque = collections.deque()
         self._failures: list[OpError] = []
         self.n_inflight = 0
         self.n_deleting = 0
         self.closed = False
+        self.forked = False
 
     # ---- called by user threads -------------------------------------------------------
 
-    def submit(self, op_def, attrs, inputs, out_specs, device_id, created_at):
-        """Register an op over ``inputs`` (data nodes on ``device_id``); its output nodes."""
-        raise NotImplementedError
-
-    def retain(self, data) -> None:
-        """Count one more handle on ``data``."""
+    def submit(self, op_def, attrs, storages, out_specs, device_id, created_at,
+               views=None, writes=None, out_views=None) -> list:
+        """Register an op reading the current versions of ``storages`` (through ``views``)
+        on ``device_id``, copying inputs that live elsewhere; ``writes`` (None, or a
+        storage or None per output) are the storages the outputs overwrite, through
+        ``out_views``. Returns one storage per output: the written one, or a new one."""
         with self._lock:
-            data.extern_rc += 1
+            if self.closed or self.n_inflight >= self.max_pending:
+                self.check_open()
+                self._wait_for_room_locked()
+            ready, dead = [], self._drain_releases_locked() if self._releases else None
+            args = []
+            for storage in storages:
+                data = storage.current
+                if storage.engine is not self:
+                    storage.engine.check_open()
+                if data.device_id != device_id:
+                    data = self._copy_locked(data, device_id, created_at, ready)
+                args.append(data)
+            bases = None if writes is None else self._bases_locked(writes, created_at, ready)
+            op = self._register_locked(op_def, attrs, args, out_specs, device_id,
+                                       created_at, views, bases, ready)
+            op.out_views = out_views
+            results = self._out_storages(op, writes)
+            blocks = self._delete_locked(dead) if dead else None
+        if blocks:
+            self._free_blocks(blocks)
+        self._start(ready)
+        return results
+
+    def copy_to(self, storage, device_id: int, created_at) -> Storage:
+        """A new storage holding ``storage``'s current value on ``device_id`` (copied at
+        most once per value and device, while the value lives)."""
+        with self._lock:
+            self.check_open()
+            ready = []
+            copy = self._copy_locked(storage.current, device_id, created_at, ready)
+            copy.extern_rc += 1
+            result = Storage(copy, self)
+        self._start(ready)
+        return result
 
     def release(self, data) -> None:
-        """One handle on ``data`` is gone. Safe from any thread and from finalizers: it
-        never takes the engine lock, only queues the release.
+        """One storage holding ``data`` is gone. Safe from any thread and from finalizers:
+        it never takes the engine lock, only queues the release.
 
         Queued releases are applied by the next op registered or completed; only when no op
         is in flight (so no completion will come) is a RELEASE task posted. An op that
         completes concurrently decrements ``n_inflight`` before it drains the queue, so a
         release appended too late for its drain sees the decremented count."""
+        if self.closed:
+            return
         self._releases.append(data)
         if self.n_inflight == 0:
             self._kick_releases()
 
     def wait(self, data, timeout: float | None = None) -> None:
         """Block until ``data`` is computed; raise its stored error."""
-        if data.state < state.COMPLETED:
+        if data.state < state.COMPLETED or self.forked:
+            self._check_usable()
             self._wait_pending(data, timeout)
         if data.error is not None:
             data.error.reported = True
@@ -90,66 +135,156 @@ class Engine:
             had_pending = had_releases or self.n_deleting > 0
             self._n_reclaimers += 1
             try:
-                self._sleep_until(lambda: self.n_deleting == 0, timeout)
+                self._sleep_until(self._deletes_done, timeout)
             finally:
                 self._n_reclaimers -= 1
         return had_pending
 
     def flush_releases(self) -> None:
         """Apply queued handle releases now and free what died."""
-        if self._releases:
+        if self._releases and not self.closed:
             with self._lock:
-                self._free_locked(self._drain_releases_locked())
+                blocks = self._delete_locked(self._drain_releases_locked())
+            self._free_blocks(blocks)
+
+    def snapshot(self, reader):
+        """``reader(dag)`` called under the lock, after applying queued releases: a
+        consistent view of the live DAG for printers and tracers (which must copy what
+        they keep)."""
+        self.flush_releases()
+        with self._lock:
+            return reader(self.dag)
 
     def stats(self) -> dict:
         """The DAG's counts (see ``PhysicalDag.stats``)."""
-        self.flush_releases()
-        with self._lock:
-            return self.dag.stats()
+        return self.snapshot(lambda dag: dag.stats())
 
     def shutdown(self, timeout: float | None = None) -> None:
-        """Finish pending work (up to ``timeout``), then stop this engine's threads."""
+        """Finish pending work (up to ``timeout``); then cancel ops that have not started
+        (their outputs fail with CancelledError), let running kernels finish, and stop
+        this engine's threads. Ctrl-C while waiting cancels at once (then re-raises)."""
         if self.closed:
             return
-        self.flush_releases()
-        with self._lock:
-            finished = self._sleep_until(self._all_settled, timeout)
-        if not finished:
-            log.warning("shutdown_cancelled_pending", n_pending=self.n_inflight)
+        try:
+            finished = self._settle(timeout)
+        except KeyboardInterrupt:
+            self.cancel("Ctrl-C during mv.shutdown() stopped the runtime before this op "
+                        "started")
+            raise
+        else:
+            if not finished:
+                self.cancel(f"mv.shutdown(timeout={timeout}) stopped the runtime before "
+                            "this op started")
+        finally:
+            self.closed = True
+            self._stop_threads()
+
+    def cancel(self, reason: str) -> None:
+        """Cancel every op not yet started: devices report them failed without running
+        them; wait for the kernels already running."""
+        log.warning("shutdown_cancelled_pending", n_pending=self.n_inflight)
+        error = CancelledError(reason)
+        for device in self.devices.all():
+            device.cancel(error)
+        self._settle(None)
+
+    def forget(self) -> None:
+        """This engine was inherited by a forked child: it has no threads there, and its
+        state must never be touched again (another thread may have held its lock)."""
+        self.forked = True
         self.closed = True
-        self._stop_threads(timeout)
 
     # ---- hooks for subclasses ---------------------------------------------------------
+
+    def _start(self, ops: list) -> None:
+        """Start ops that became ready (subclasses)."""
 
     def _kick_releases(self) -> None:
         """Arrange for queued releases to be applied (subclasses)."""
 
-    def _stop_threads(self, timeout) -> None:
+    def _stop_threads(self) -> None:
         """Stop any threads the engine owns (subclasses)."""
 
-    # ---- shared pieces, called with the lock held unless named otherwise --------------
+    # ---- registration, called with the lock held --------------------------------------
 
-    def _register_locked(self, op_def, attrs, inputs, out_specs, device_id, created_at):
-        if self._releases:  # apply dropped handles first: their memory may be reused now
-            self._free_locked(self._drain_releases_locked())
-        op = state.register_op(self.dag, op_def, attrs, inputs, out_specs, device_id,
-                               created_at)
-        op.t_created = time.perf_counter_ns()
+    def _register_locked(self, op_def, attrs, args, out_specs, device_id, created_at,
+                         views, bases, ready: list):
+        op = state.register_op(self.dag, op_def, attrs, args, out_specs, device_id,
+                               created_at, views, bases)
         self.n_inflight += 1
-        self.hooks.op_created(op)
+        hooks = self.hooks
+        if hooks.active:
+            op.t_created = time.perf_counter_ns()
+            hooks.op_created(op)
+        if state.release_hold(op):
+            ready.append(op)
         return op
 
+    def _copy_locked(self, data, device_id: int, created_at, ready: list):
+        """``data``'s copy on ``device_id``: the cached one, or a new copy op (a failed
+        copy is dropped from the cache and made again)."""
+        copies = data.copies
+        cached = copies.get(device_id) if copies else None
+        if cached is not None:
+            if cached.state != FAILED:
+                return cached
+            if state.uncache_copy(cached):
+                self._delete_later(cached)
+        self.devices.get(device_id)
+        op = self._register_locked(self.copy_op, {}, [data], (data.spec,), device_id, created_at,
+                                   None, None, ready)
+        copy = op.outputs[0]
+        copy.copy_of = data
+        if data.copies is None:
+            data.copies = {}
+        data.copies[device_id] = copy
+        return copy
+
+    def _bases_locked(self, writes, created_at, ready: list) -> list:
+        """The versions the outputs overwrite. A version another storage or a copy cache
+        also holds is copied first (copy on write): the copy becomes the storage's."""
+        bases = []
+        for storage in writes:
+            if storage is None:
+                bases.append(None)
+                continue
+            base = storage.current
+            if base.extern_rc != 1:
+                op = self._register_locked(self.copy_op, {}, [base], (base.spec,), base.device_id,
+                                           created_at, None, None, ready)
+                if state.release_handle(base):
+                    self._delete_later(base)
+                base = storage.current = op.outputs[0]
+            bases.append(base)
+        return bases
+
+    def _out_storages(self, op, writes) -> list:
+        outputs = op.outputs
+        if writes is None:
+            return [Storage(out, self) for out in outputs]
+        results = []
+        for out, storage in zip(outputs, writes):
+            if storage is None:
+                storage = Storage(out, self)
+            else:
+                storage.current = out
+            results.append(storage)
+        return results
+
+    # ---- completion and deletes -------------------------------------------------------
+
     def _complete_locked(self, op, error, origin: bool):
+        """COMPLETE under the lock: the ops that became ready and the blocks to free once
+        the lock is released."""
         ready, dead = state.complete_op(self.dag, op, error)
         if origin:
             self._failures.append(error)
         self.n_inflight -= 1
         if self._n_sleepers and self.n_inflight in (0, self._low_water):
             self._changed.notify_all()
-        self.n_deleting += len(dead)
         if self._releases:
             dead.extend(self._drain_releases_locked())
-        return ready, dead
+        return ready, self._delete_locked(dead) if dead else None
 
     def _drain_releases_locked(self) -> list:
         dead = []
@@ -158,21 +293,50 @@ class Engine:
             data = releases.popleft()
             if state.release_handle(data):
                 dead.append(data)
-        self.n_deleting += len(dead)
         return dead
 
-    def _free_locked(self, dead: list) -> None:
-        """Delete dead nodes (and copies that die with them) and free their blocks now."""
-        n_counted = len(dead)
-        devices, hooks, dag = self.devices, self.hooks, self.dag
+    def _delete_later(self, data) -> None:
+        """A node died outside a completion (a dropped cache entry): queue its delete."""
+        data.dead = False
+        data.extern_rc += 1
+        self._releases.append(data)
+
+    def _delete_locked(self, dead: list) -> list:
+        """Remove dead nodes (and copies that die with them); their blocks, to free after
+        the lock is released (counted in ``n_deleting`` until then)."""
+        blocks = []
+        dag, hooks = self.dag, self.hooks
         for data in dead:  # grows while we walk it: cached copies die with their source
             block, more = state.delete_data(dag, data)
             if block is not None:
-                devices.get(data.device_id).free(block)
-            hooks.data_deleted(data)
+                blocks.append((data.device_id, block))
+            if hooks.active:
+                hooks.data_deleted(data)
             dead.extend(more)
-        self.n_deleting -= n_counted
-        if self._n_sleepers and n_counted and self._deletes_awaited():
+        self.n_deleting += len(blocks)
+        if self._freed:
+            self._apply_freed_locked()
+        return blocks
+
+    def _free_blocks(self, blocks) -> None:
+        """Return blocks to their stores (outside the lock); then count them freed."""
+        if not blocks:
+            return
+        get = self.devices.get
+        for device_id, block in blocks:
+            get(device_id).free(block)
+        self._freed.append(len(blocks))
+        if self._n_sleepers:
+            with self._lock:
+                self._apply_freed_locked()
+
+    def _apply_freed_locked(self) -> None:
+        freed = self._freed
+        n = 0
+        while freed:
+            n += freed.popleft()
+        self.n_deleting -= n
+        if n and self._n_sleepers and self._deletes_awaited():
             self._changed.notify_all()
 
     def _deletes_awaited(self) -> bool:
@@ -180,10 +344,13 @@ class Engine:
         done and either nothing is in flight (wait_for_all) or a reclaimer waits."""
         return self.n_deleting == 0 and (self.n_inflight == 0 or self._n_reclaimers > 0)
 
-    def _delete_one(self, data) -> None:
-        """The DELETE task: remove one dead node and free its storage."""
+    # ---- waiting ------------------------------------------------------------------------
+
+    def _settle(self, timeout) -> bool:
+        """Wait until nothing is in flight or being deleted (False on timeout)."""
+        self.flush_releases()
         with self._lock:
-            self._free_locked([data])
+            return self._sleep_until(self._all_settled, timeout)
 
     def _wait_for_room_locked(self) -> None:
         if self.n_inflight >= self.max_pending:
@@ -197,7 +364,14 @@ class Engine:
             self._n_sleepers -= 1
 
     def _all_settled(self) -> bool:
+        if self._freed:
+            self._apply_freed_locked()
         return self.n_inflight == 0 and self.n_deleting == 0
+
+    def _deletes_done(self) -> bool:
+        if self._freed:
+            self._apply_freed_locked()
+        return self.n_deleting == 0
 
     def _take_unreported(self):
         unreported = [err for err in self._failures if not getattr(err, "reported", False)]
@@ -220,15 +394,27 @@ class Engine:
                 data.waiter = threading.Event()
             waiter = data.waiter
         if not waiter.wait(timeout):
-            raise WaitTimeoutError(f"wait: {data!r} not computed after {timeout}s")
+            raise WaitTimeoutError(f"wait: {data.describe()} was not computed after "
+                                   f"{timeout}s")
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
+        """MinervaError when this runtime was shut down (or inherited through fork)."""
         if self.closed:
+            self._check_usable()
             raise MinervaError("the minerva runtime was shut down; arrays made before "
                                "mv.shutdown() cannot be used in new ops")
+
+    def _check_usable(self) -> None:
+        if self.forked:
+            raise MinervaError("this array belongs to the minerva runtime of the parent "
+                               "process (inherited through fork); a forked child starts "
+                               "its own runtime: make new arrays there")
+        if self.closed:
+            raise MinervaError("the minerva runtime was shut down before this array was "
+                               "computed; its value is lost")
 
 
 def op_failure(op, exc: BaseException) -> OpError:
     """Wrap an exception raised while running ``op`` into the OpError to store."""
-    return OpError.from_failure(exc, op=op.op.name, node_id=op.node_id, device=op.device_id,
-                                created_at=op.where)
+    return OpError.from_failure(exc, op=op.op_def.name, node_id=op.node_id,
+                                device=op.device_id, created_at=op.where)

@@ -9,6 +9,8 @@ would show them (device worker threads silence them).
 """
 from __future__ import annotations
 
+import collections
+
 from minerva.scheduler import state
 from minerva.scheduler.engine import Engine, op_failure
 
@@ -16,30 +18,30 @@ from minerva.scheduler.engine import Engine, op_failure
 class NaiveEngine(Engine):
     """Synchronous engine: ``submit`` returns after the op (and its deletes) finished."""
 
-    def submit(self, op_def, attrs, inputs, out_specs, device_id, created_at):
-        """Register the op and run it now on this thread."""
-        with self._lock:
-            self._check_open()
-            op = self._register_locked(op_def, attrs, inputs, out_specs, device_id,
-                                       created_at)
-            state.release_hold(op)
-        self.hooks.op_ready(op)
-        self._run_now(op)
-        return op.outputs
-
     def on_device_complete(self, op, exc) -> None:
         """Unused: the naive engine runs ops inline and sees their result directly."""
         raise RuntimeError("the naive engine runs ops inline")
 
-    def _run_now(self, op) -> None:
+    def _start(self, ops: list) -> None:
+        """Run each op now on this thread, in registration order (copies first), then the
+        ops their completion made ready."""
+        todo = collections.deque(ops)
+        while todo:
+            todo.extend(self._run_now(todo.popleft()))
+
+    def _run_now(self, op) -> list:
         error = state.start_run(op)
         origin = False
         if error is not None:
             self.hooks.op_poisoned(op, error)
         else:
+            if self.hooks.active:
+                self.hooks.op_ready(op)
             exc = self.devices.get(op.device_id).run_inline(op)
             if exc is not None:
                 error, origin = op_failure(op, exc), True
         with self._lock:
-            _ready, dead = self._complete_locked(op, error, origin)
-            self._free_locked(dead)
+            ready, blocks = self._complete_locked(op, error, origin)
+        if blocks:
+            self._free_blocks(blocks)
+        return ready

@@ -6,13 +6,16 @@ that died). None of them block, call a device, or start a thread, so tests drive
 directly and assert whole runtime-info tables.
 
 Lifecycle of an op: ``register_op`` (state PENDING, ``n_waiting`` = inputs not computed
-+ 1 registration hold) -> ``release_hold`` (READY when nothing is outstanding) ->
-``start_run`` (RUNNING; returns an input's error when the op is poisoned) ->
-``complete_op`` (COMPLETED or FAILED; wakes consumers, drops input counts).
++ earlier readers of what it overwrites + 1 registration hold) -> ``release_hold`` (READY
+when nothing is outstanding) -> ``start_run`` (RUNNING; returns an input's error when the
+op is poisoned) -> ``complete_op`` (COMPLETED or FAILED; wakes consumers and writers,
+drops input counts, hands overwritten buffers to the new versions).
 
-A data node is *dead* when its producer is done, no consumer is pending (``rc == 0``) and
-no handle or copy-cache hold remains (``extern_rc == 0``). A dead node is marked once and
-handed back to the caller, who frees it with ``delete_data``.
+A write (an output with a ``base``) takes the version it overwrites as an input, waits
+for that version's earlier readers (write after read: ``base.writer``), and takes over its
+buffer when it completes. A data node is *dead* when its producer is done, no consumer is
+pending (``rc == 0``) and no storage or copy-cache hold remains (``extern_rc == 0``). A
+dead node is marked once and handed back to the caller, who frees it with ``delete_data``.
 """
 from __future__ import annotations
 
@@ -20,11 +23,20 @@ from minerva.dag.nodes import COMPLETED, FAILED, READY, RUNNING, DataNode, OpNod
 from minerva.dag.physical_dag import PhysicalDag
 
 
-def register_op(dag: PhysicalDag, op_def, attrs: dict, inputs: list, out_specs,
-                device_id: int, created_at) -> OpNode:
-    """Create an op node with its outputs, count its inputs, and insert it (still held)."""
-    op = OpNode(op_def, attrs, inputs, device_id, created_at)
-    for data in inputs:
+def register_op(dag: PhysicalDag, op_def, attrs: dict, args: list, out_specs,
+                device_id: int, created_at, views=None, bases=None) -> OpNode:
+    """Create an op node with its outputs, count its inputs, and insert it (still held).
+
+    ``args`` are the kernel's input versions, read through ``views``; ``bases`` (None, or
+    one version or None per output) are the versions the outputs overwrite."""
+    op = OpNode(op_def, attrs, args, device_id, created_at)
+    op.views = views
+    if bases is not None:
+        op.inputs = args + [b for b in bases if b is not None]
+        for base in bases:
+            if base is not None:
+                _claim_buffer(op, base)
+    for data in op.inputs:
         data.rc += 1
         if data.state < COMPLETED:
             op.n_waiting += 1
@@ -32,9 +44,25 @@ def register_op(dag: PhysicalDag, op_def, attrs: dict, inputs: list, out_specs,
                 data.waiting_ops = [op]
             else:
                 data.waiting_ops.append(op)
-    op.outputs = [DataNode(spec, device_id, op, created_at) for spec in out_specs]
+    if bases is None:
+        op.outputs = [DataNode(spec, device_id, op, created_at) for spec in out_specs]
+    else:
+        op.outputs = [DataNode(spec, device_id, op, created_at, base)
+                      for spec, base in zip(out_specs, bases)]
     dag.add_op(op)
     return op
+
+
+def _claim_buffer(op: OpNode, base: DataNode) -> None:
+    """``op`` will overwrite ``base``'s buffer: it waits for the readers registered before
+    it, and the storage's hold moves from ``base`` to the new version."""
+    if base.writer is not None or base.extern_rc != 1:
+        raise RuntimeError(f"internal: {base!r} is not owned by one storage")
+    if base.rc:
+        base.writer = op
+        op.n_waiting += 1
+    base.writer_refs = op.inputs.count(base)
+    base.extern_rc = 0
 
 
 def release_hold(op: OpNode) -> bool:
@@ -57,7 +85,8 @@ def start_run(op: OpNode):
 
 def complete_op(dag: PhysicalDag, op: OpNode, error) -> tuple[list[OpNode], list[DataNode]]:
     """Finish ``op`` (failed when ``error`` is set): settle outputs, wake consumers, drop
-    input counts. Returns ``(ready_ops, dead_data)``."""
+    input counts (releasing writers whose earlier readers are done). Returns
+    ``(ready_ops, dead_data)``."""
     final = COMPLETED if error is None else FAILED
     op.state = final
     op.error = error
@@ -65,20 +94,37 @@ def complete_op(dag: PhysicalDag, op: OpNode, error) -> tuple[list[OpNode], list
     ready: list[OpNode] = []
     dead: list[DataNode] = []
     for out in op.outputs:
+        if out.base is not None:
+            _take_over(out)
         _settle_output(out, final, error, ready)
         if out.rc == 0 and out.extern_rc == 0:
             out.dead = True
             dead.append(out)
     for data in op.inputs:
         data.rc -= 1
+        writer = data.writer
+        if writer is not None and data.rc == data.writer_refs:
+            data.writer = None
+            writer.n_waiting -= 1
+            if writer.n_waiting == 0:
+                writer.state = READY
+                ready.append(writer)
         if data.rc == 0 and data.extern_rc == 0 and not data.dead:
             data.dead = True
             dead.append(data)
     return ready, dead
 
 
+def _take_over(out: DataNode) -> None:
+    """A write finished (or was skipped): the new version owns the old one's buffer."""
+    base = out.base
+    out.block, out.array = base.block, base.array
+    base.block = base.array = None
+    out.base = None
+
+
 def release_handle(data: DataNode) -> bool:
-    """One handle (or copy-cache hold) on ``data`` is gone; True when it just died."""
+    """One storage (or copy-cache) hold on ``data`` is gone; True when it just died."""
     data.extern_rc -= 1
     if _is_dead(data):
         data.dead = True
@@ -87,17 +133,30 @@ def release_handle(data: DataNode) -> bool:
 
 
 def delete_data(dag: PhysicalDag, data: DataNode) -> tuple[object, list[DataNode]]:
-    """Remove a dead node; return its block (to free outside the lock) and the cached
-    copies that died with it."""
+    """Remove a dead node; return its block (to free outside the lock; None when a write
+    took its buffer over) and the cached copies that died with it."""
     dag.remove_data(data)
     block, data.block, data.array = data.block, None, None
     dead: list[DataNode] = []
     if data.copies:
         for copy in data.copies.values():
+            copy.copy_of = None
             if release_handle(copy):
                 dead.append(copy)
         data.copies = None
     return block, dead
+
+
+def uncache_copy(data: DataNode) -> bool:
+    """Drop the copy ``data`` from its source's copy cache (it failed, or a write takes its
+    buffer); True when it just died."""
+    source = data.copy_of
+    if source is not None:
+        if source.copies is not None and source.copies.get(data.device_id) is data:
+            del source.copies[data.device_id]
+        data.copy_of = None
+        return release_handle(data)
+    return False
 
 
 def _settle_output(out: DataNode, state: int, error, ready: list) -> None:
@@ -118,3 +177,7 @@ def _settle_output(out: DataNode, state: int, error, ready: list) -> None:
 def _is_dead(data: DataNode) -> bool:
     return (data.rc == 0 and data.extern_rc == 0 and data.state >= COMPLETED
             and not data.dead)
+
+
+__all__ = ["register_op", "release_hold", "start_run", "complete_op", "release_handle",
+           "delete_data", "uncache_copy"]

@@ -6,8 +6,11 @@
 
 ``MINERVA_TRACE=run.json`` records a whole run. The recorder only listens on the runtime's
 hook bus (``minerva.common.hooks``): it never drives execution, and with no trace running
-the hooks cost a call of a shared no-op. ``minerva-trace`` (``minerva.trace.cli``) reads
+the hooks cost a call of a shared no-op. ``minerva-trace`` (``minerva.tracing.cli``) reads
 the files back: summary, critical path, executed DAG, timeline picture. See doc/tracing.md.
+
+A bad trace path fails at ``start`` (``check_trace_path``: TracePathError, a ValueError);
+a file that ``minerva-trace`` cannot read is a TraceFileError (also a ValueError).
 """
 from __future__ import annotations
 
@@ -17,11 +20,13 @@ import threading
 
 from minerva.common.errors import MinervaError
 from minerva.common.logging import get_logger
-from minerva.trace import chrome
-from minerva.trace.convert import convert
-from minerva.trace.recorder import MAX_EVENTS, Recorder
+from minerva.tracing import chrome
+from minerva.tracing.convert import convert, format_error
+from minerva.tracing.errors import TraceFileError, TracePathError
+from minerva.tracing.paths import check_trace_path
+from minerva.tracing.recorder import MAX_EVENTS, Recorder
 
-log = get_logger("minerva.trace")
+log = get_logger("minerva.tracing")
 
 
 class Tracer:
@@ -44,20 +49,32 @@ class Tracer:
         return self._recorder is not None
 
     def stop(self) -> str | None:
-        """Stop recording and write the trace; its path (None if already stopped)."""
+        """Stop recording and write the trace; its path (None if already stopped).
+
+        The recorder is unsubscribed and the tracer detached from the system first, so
+        when writing fails (disk full, directory removed) the runtime is left without a
+        trace, the error is logged (``trace_write_failed``) and then raised (OSError)."""
         with self._lock:
             recorder, self._recorder = self._recorder, None
         if recorder is None:
             return None
+        self._detach(recorder)
+        try:
+            with _collector_paused():  # many small dicts, no cycles: the GC would only slow it
+                trace = self.build(recorder)
+                chrome.write(trace, self.path)
+        except Exception as exc:
+            log.error("trace_write_failed", path=self.path, error=format_error(exc))
+            raise
+        log.info("trace_written", path=self.path, n_events=len(trace["traceEvents"]))
+        return self.path
+
+    def _detach(self, recorder: Recorder) -> None:
+        """Stop hearing events and stop being the system's tracer."""
         self.system.hooks.unsubscribe(recorder)
         recorder.close()
         if getattr(self.system, "tracer", None) is self:
             self.system.tracer = None
-        with _collector_paused():  # many small dicts, no cycles: the GC would only slow it
-            trace = self.build(recorder)
-            chrome.write(trace, self.path)
-        log.info("trace_written", path=self.path, n_events=len(trace["traceEvents"]))
-        return self.path
 
     def build(self, recorder: Recorder) -> dict:
         """The Chrome trace object of what ``recorder`` heard."""
@@ -73,9 +90,11 @@ class Tracer:
     def _live_nodes(self) -> tuple[list, dict]:
         """The op nodes still in the DAG and the data nodes by id, copied under the
         engine's lock (read only)."""
-        engine, dag = self.system.engine, self.system.dag
-        with engine._lock:
-            return list(dag.ops.values()), dict(dag.data)
+        return self.system.engine.snapshot(_live)
+
+
+def _live(dag) -> tuple[list, dict]:
+    return list(dag.ops.values()), dict(dag.data)
 
 
 @contextlib.contextmanager
@@ -99,37 +118,19 @@ def _device_names(system) -> dict:
 
 
 def start_system_trace(system, path: str, max_events: int = MAX_EVENTS) -> Tracer:
-    """Start recording ``system`` into ``path``; MinervaError if it already records."""
+    """Start recording ``system`` into ``path``. TracePathError (a ValueError) if no trace
+    can be written at ``path`` (see ``check_trace_path``), MinervaError if ``system``
+    already records; either way nothing is subscribed."""
+    path = check_trace_path(path)
     current = getattr(system, "tracer", None)
     if current is not None and current.recording:
         raise MinervaError(f"a trace is already being recorded to {current.path}; "
                            "call mv.trace.stop() first")
     tracer = Tracer(system, path, max_events)
     system.tracer = tracer
-    log.info("trace_started", path=str(path))
+    log.info("trace_started", path=path)
     return tracer
 
 
-def start(path: str, max_events: int = MAX_EVENTS) -> None:
-    """Record the running runtime (started now if none runs) into the Chrome trace
-    ``path`` (``.json``, or ``.json.gz`` compressed) until ``stop()`` or shutdown.
-
-    At most ``max_events`` events are kept (about three per op): past that the oldest
-    are dropped, the trace keeps the latest part of the run and says it was truncated."""
-    start_system_trace(_running_system(start=True), path, max_events)
-
-
-def stop() -> str | None:
-    """Stop the current trace and write its file; the path (None when none was on)."""
-    system = _running_system(start=False)
-    tracer = getattr(system, "tracer", None)
-    return tracer.stop() if tracer is not None else None
-
-
-def _running_system(start: bool):
-    # The public face needs the runtime; the recorder itself stays below the wiring.
-    from minerva import system as wiring
-    return wiring.get_system() if start else wiring.running()
-
-
-__all__ = ["start", "stop", "start_system_trace", "Tracer"]
+__all__ = ["start_system_trace", "check_trace_path", "Tracer", "TracePathError", "MAX_EVENTS",
+           "TraceFileError"]

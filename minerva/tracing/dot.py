@@ -3,9 +3,9 @@ dependency, the critical path in bold, failed ops red and poisoned ops orange.""
 from __future__ import annotations
 
 from minerva.common.text import dot_quote
-from minerva.trace import analysis
-from minerva.trace.model import Trace, TraceOp
-from minerva.trace.report import fmt_time
+from minerva.tracing import analysis
+from minerva.tracing.model import Trace, TraceOp
+from minerva.tracing.report import fmt_time
 
 FAILED_COLOR = "#f4a6a6"
 POISONED_COLOR = "#f9d7a6"

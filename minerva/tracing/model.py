@@ -5,9 +5,9 @@ older run work the same. Times are microseconds, as in the file.
 """
 from __future__ import annotations
 
-import gzip
-import json
 from dataclasses import dataclass, field
+
+from minerva.tracing import validate
 
 
 @dataclass
@@ -71,12 +71,12 @@ class Trace:
 
 
 def load(path: str) -> Trace:
-    """Load a trace file written by ``mv.trace`` (``.json`` or ``.json.gz``)."""
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as src:
-        data = json.load(src)
-    events = data["traceEvents"] if isinstance(data, dict) else data
-    meta = data.get("otherData", {}).get("minerva", {}) if isinstance(data, dict) else {}
+    """Load a trace file written by ``mv.trace`` (``.json`` or ``.json.gz``).
+
+    Raises TraceFileError (a ValueError; its message is one line, ``PATH: what is
+    wrong``) when the file cannot be read or is not a Chrome trace holding what the
+    commands read (see ``validate``)."""
+    events, meta = validate.checked(validate.read_json(path), path)
     return from_events(events, meta)
 
 
@@ -146,4 +146,10 @@ def _dispatch(events: list, names: dict) -> dict:
 
 
 def _last_ts(events: list) -> float:
-    return max((e.get("ts", 0) + e.get("dur", 0) for e in events), default=0.0)
+    """The latest end of an event (events of unknown kinds count only with valid times)."""
+    ends = (_number(e.get("ts")) + _number(e.get("dur")) for e in events)
+    return max(ends, default=0.0)
+
+
+def _number(value) -> float:
+    return value if validate.time_problem(value) is None else 0

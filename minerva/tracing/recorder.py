@@ -64,14 +64,14 @@ class Recorder:
 
     def op_started(self, op, device_id, track, t_ns) -> None:
         """A device began ``op``: note the time on the node until it finishes."""
-        op.trace = t_ns
+        op.t_started = t_ns
 
     def op_finished(self, op, device_id, track, t_ns, error) -> None:
         """A device ended ``op`` (``error`` set when it raised): one flat tuple."""
         inputs = op.inputs
         file, line = op.created_at or NO_CALLSITE
-        event = [FINISHED, op.node_id, op.op.name, device_id, track, op.t_created,
-                 op.trace, t_ns, error, file, line, len(inputs)]
+        event = [FINISHED, op.node_id, op.op_def.name, device_id, track, op.t_created,
+                 op.t_started, t_ns, error, file, line, len(inputs)]
         for data in inputs:
             event.append(data.node_id)
         for data in op.outputs:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from minerva.common.callsite import format_callsite
-from minerva.trace import recorder as R
+from minerva.tracing import recorder as R
 
 
 class OpRecord:
@@ -115,10 +115,10 @@ def convert(events: list, t_start: int, t_stop: int, live_ops=(),
 
 
 def _add_live(rec: Recording, live_ops, t_start: int) -> None:
-    """Ops running at the stop become unfinished records (``op.trace`` holds the start
+    """Ops running at the stop become unfinished records (``op.t_started`` holds the start
     the recorder noted); the creation times of the other pending ones are kept."""
     for op in live_ops:
-        started = getattr(op, "trace", None)
+        started = getattr(op, "t_started", None)
         if op.node_id in rec.ops:  # finished, its completion not yet applied
             continue
         if started is not None and started >= t_start:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import gzip
 import json
 
-from minerva.trace.convert import OpRecord, Recording
+from minerva.tracing.convert import OpRecord, Recording
 
 FORMAT_VERSION = 1
 SCHEDULER_PID = 1

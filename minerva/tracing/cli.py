@@ -4,6 +4,10 @@
     minerva-trace critical-path TRACE     the longest dependent chain, op by op
     minerva-trace dag TRACE --format dot  the executed DAG (to stdout or -o FILE)
     minerva-trace timeline TRACE --png OUT  a per-device timeline picture (matplotlib)
+
+A trace file that cannot be read or is not a Chrome trace is reported in one line on
+stderr (``minerva-trace: PATH: what is wrong``) with exit status 2, as is an output file
+that cannot be written.
 """
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ import argparse
 import os
 import sys
 
-from minerva.trace import dot, model, report
+from minerva.tracing import dot, model, report, timeline
+from minerva.tracing.errors import TraceFileError
 
 
 def _summary(args) -> int:
@@ -36,7 +41,6 @@ def _dag(args) -> int:
 
 
 def _timeline(args) -> int:
-    from minerva.trace import timeline
     trace = model.load(args.trace)
     timeline.render(trace, args.png, width=args.width, dpi=args.dpi,
                     title=args.title or os.path.basename(args.trace))
@@ -84,9 +88,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.run(args)
-    except (OSError, ValueError, KeyError) as exc:
-        sys.stderr.write(f"minerva-trace: cannot read {args.trace}: {exc}\n")
-        return 2
+    except TraceFileError as exc:  # the trace file: model.load checked it
+        return _fail(str(exc))
+    except OSError as exc:  # an output file (the trace was read)
+        where = exc.filename if exc.filename is not None else "output"
+        return _fail(f"{where}: cannot write: {exc.strerror or exc}")
+
+
+def _fail(message: str) -> int:
+    """Report ``message`` as one line on stderr; exit status 2."""
+    sys.stderr.write(f"minerva-trace: {' '.join(message.splitlines())}\n")
+    return 2
 
 
 if __name__ == "__main__":

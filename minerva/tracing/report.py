@@ -5,8 +5,8 @@ Each function returns the report as a list of lines; the CLI prints them.
 from __future__ import annotations
 
 from minerva.common.text import format_bytes
-from minerva.trace import analysis
-from minerva.trace.model import Trace
+from minerva.tracing import analysis
+from minerva.tracing.model import Trace
 
 SPARK = " \u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"
 

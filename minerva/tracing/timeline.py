@@ -6,8 +6,8 @@ then memory in use per device, then ops in flight.
 """
 from __future__ import annotations
 
-from minerva.trace import analysis
-from minerva.trace.model import Trace
+from minerva.tracing import analysis
+from minerva.tracing.model import Trace
 
 N_COLORED = 10
 """The op names with the most total time get their own colour; the rest are grey."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minerva.trace.model import Trace, TraceOp
+from minerva.tracing.model import Trace, TraceOp
 
 
 @dataclass

@@ -1,0 +1,168 @@
+"""Building ops: the one seam every public function, method and operator goes through.
+
+``build(op_def, inputs, attrs, out=None)`` infers the outputs' shapes and dtypes on the
+user's thread (a ShapeError is raised here, at the user's line), finds the device (the
+thread's current one; for a write, the device of the written array), and registers the op
+with the engine, which copies inputs that live elsewhere and orders writes after earlier
+readers. It returns NArrays at once. Autograd and jit record at this seam.
+
+Writes (``out=``, in-place operators, item assignment) go through ``build`` too: the op
+overwrites the written array's buffer in place, seen through the written handle's view.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minerva.common.callsite import user_callsite
+from minerva.common.errors import DTypeError, ShapeError
+from minerva.narray import NArray, check_engine
+from minerva.ops import registry
+from minerva.ops.dtypes import SUPPORTED_KINDS
+from minerva.system import get_system, running
+
+EMPTY: dict = {}
+COPY = registry.get("copy")
+FROM_HOST = registry.get("from_host")
+ASSIGN = registry.get("assign")
+
+
+def build(op_def, inputs, attrs=EMPTY, out=None):
+    """Build ``op_def`` over NArrays ``inputs`` on the current device; its NArray result
+    (a tuple for ops with several outputs), or ``out`` after writing into it."""
+    system = running() or get_system()
+    try:
+        out_specs = op_def.infer(*[x._spec for x in inputs], **attrs)
+    except ShapeError as err:
+        err.add_note(f"in op '{op_def.name}'")
+        raise
+    if out is not None:
+        return _write(system, op_def, inputs, attrs, out_specs, out)
+    views = None
+    for x in inputs:
+        if x._view is not None:
+            views = [y._view for y in inputs]
+            break
+    storages = system.engine.submit(op_def, attrs, [x._storage for x in inputs], out_specs,
+                                    system.current_device(), user_callsite(), views)
+    if len(storages) == 1:
+        return NArray(storages[0], None, out_specs[0])
+    return tuple(NArray(s, None, spec) for s, spec in zip(storages, out_specs))
+
+
+def _write(system, op_def, inputs, attrs, out_specs, out):
+    outs = out if isinstance(out, tuple) else (out,)
+    if len(outs) != len(out_specs):
+        raise ShapeError(f"{op_def.name}: needs {len(out_specs)} output array(s) in out=, "
+                         f"got {len(outs)}")
+    for target, spec in zip(outs, out_specs):
+        _check_target(op_def, target, spec)
+    if any(t.dtype != s.dtype for t, s in zip(outs, out_specs)):
+        results = build(op_def, inputs, attrs)  # compute, then cast into out
+        results = results if isinstance(results, tuple) else (results,)
+        for target, value in zip(outs, results):
+            build(ASSIGN, [value], {"dtype": target.dtype}, out=target)
+        return out
+    inputs = _unaliased(op_def, inputs, outs)
+    views = None
+    if any(x._view is not None for x in inputs):
+        views = [x._view for x in inputs]
+    out_views = None
+    if any(t._view is not None for t in outs):
+        out_views = [t._view for t in outs]
+    writes = [t._storage for t in outs]
+    system.engine.submit(op_def, attrs, [x._storage for x in inputs],
+                         [w.current.spec for w in writes], outs[0].device, user_callsite(),
+                         views, writes, out_views)
+    return out
+
+
+def _check_target(op_def, target, spec) -> None:
+    if not isinstance(target, NArray):
+        raise TypeError(f"{op_def.name}: out= must be an NArray, got "
+                        f"{type(target).__name__}")
+    if target.shape != spec.shape and not (
+            op_def.elementwise and _broadcasts(spec.shape, target.shape)):
+        raise ShapeError(f"{op_def.name}: out= has shape {target.shape}, the result has "
+                         f"shape {spec.shape}")
+    if target.dtype != spec.dtype and not np.can_cast(spec.dtype, target.dtype,
+                                                        "same_kind"):
+        raise DTypeError(f"Cannot cast {op_def.name} output from {spec.dtype!r} to "
+                           f"{target.dtype!r} with casting rule 'same_kind'")
+
+
+def _broadcasts(shape: tuple, target: tuple) -> bool:
+    try:
+        return np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        return False
+
+
+def _unaliased(op_def, inputs, outs) -> list:
+    """``inputs``, with copies of those that read a written buffer through another view
+    (``a[1:] += a[:-1]`` reads the old values, as in NumPy). An element-wise op reading
+    exactly what it writes needs no copy."""
+    written = {id(t._storage): t._view for t in outs}
+    result = list(inputs)
+    for i, x in enumerate(inputs):
+        view = written.get(id(x._storage), False)
+        if view is False or (op_def.elementwise and view == x._view):
+            continue
+        result[i] = build(COPY, [x])
+    return result
+
+
+def same_buffer(a: NArray, b: NArray) -> bool:
+    """Whether two handles see the same elements of one storage (writing one into the
+    other changes nothing)."""
+    return a._storage is b._storage and a._view == b._view and a.dtype == b.dtype
+
+
+# ---- array-likes --------------------------------------------------------------------------
+
+def to_narray(value, what: str = "operand", dtype=None) -> NArray:
+    """``value`` as an NArray: NArrays pass (cast when ``dtype`` differs); NumPy arrays,
+    lists and scalars are copied onto the current device; anything else is a TypeError."""
+    if isinstance(value, NArray):
+        if dtype is None or value.dtype == dtype:
+            return value
+        return build(registry.get("astype"), [value], {"dtype": np.dtype(dtype)})
+    return upload(host_array(value, what, dtype))
+
+
+def host_array(value, what: str = "operand", dtype=None) -> np.ndarray:
+    """``value`` (a list, tuple, scalar or NumPy array) as a NumPy array of a dtype minerva
+    holds; TypeError for other objects, ShapeError for values NumPy refuses."""
+    if isinstance(value, (dict, set)) or value is None and dtype is None:
+        raise TypeError(f"{what}: expected an array, a list or a number, got "
+                        f"{type(value).__name__}")
+    try:
+        data = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise ShapeError(f"{what}: cannot convert {type(value).__name__} to an array: "
+                         f"{exc}") from None
+    if data.dtype.kind not in SUPPORTED_KINDS:
+        raise DTypeError(f"{what}: unsupported dtype {data.dtype}: minerva arrays hold "
+                         "bool, integer, float or complex values")
+    return data
+
+
+def upload(data: np.ndarray) -> NArray:
+    """A copy of host array ``data`` on the current device (the copy is taken now)."""
+    return build(FROM_HOST, [], {"data": np.array(data, order="C", copy=True)})
+
+
+def to_device(x: NArray, device_id) -> NArray:
+    """``x`` on device ``device_id``: ``x`` itself when it lives there, else a new array
+    holding its cached copy (a value moves at most once per device while it lives)."""
+    system = running() or get_system()
+    system.devices.get(device_id)
+    if x.device == device_id:
+        return x
+    storage = system.engine.copy_to(x._storage, device_id, user_callsite())
+    return NArray(storage, x._view, x._spec)
+
+
+def engine_check(x: NArray) -> None:
+    """MinervaError unless ``x`` belongs to the running runtime."""
+    system = running() or get_system()
+    check_engine(x, system.engine)

@@ -1,0 +1,159 @@
+"""NArray's operators and NumPy's methods, installed on the class at import.
+
+They live here, not in ``narray.py``, because they build ops through the public functions,
+which themselves return NArrays: installing them from above keeps the face free of import
+cycles. In-place operators (``+=`` …) write into the array, as NumPy's do.
+"""
+from __future__ import annotations
+
+from minerva import functions, indexing, ufuncs
+from minerva.builder import build, to_device, to_narray, upload
+from minerva.narray import NArray
+from minerva.ops import registry
+
+_COPY = registry.get("copy")
+
+_OPERATORS = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "and": "bitwise_and",
+    "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "left_shift",
+    "rshift": "right_shift",
+}
+_COMPARISONS = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+                "gt": "greater", "ge": "greater_equal"}
+
+
+def _forward(name):
+    def method(self, other):
+        return ufuncs.binary_op(name, self, other)
+    return method
+
+
+def _reflected(name):
+    def method(self, other):
+        return ufuncs.binary_op(name, self, other, reverse=True)
+    return method
+
+
+def _in_place(name):
+    def method(self, other):
+        result = ufuncs.binary_op(name, self, other, out=self)
+        if result is NotImplemented:
+            return NotImplemented
+        return self
+    return method
+
+
+def _unary(name):
+    def method(self):
+        return ufuncs.unary_op(name, self)
+    return method
+
+
+def _install_operators() -> None:
+    for dunder, name in _OPERATORS.items():
+        setattr(NArray, f"__{dunder}__", _forward(name))
+        setattr(NArray, f"__r{dunder}__", _reflected(name))
+        setattr(NArray, f"__i{dunder}__", _in_place(name))
+    for dunder, name in _COMPARISONS.items():
+        setattr(NArray, f"__{dunder}__", _forward(name))
+    NArray.__neg__ = _unary("negative")
+    NArray.__pos__ = _unary("positive")
+    NArray.__abs__ = _unary("absolute")
+    NArray.__invert__ = _unary("invert")
+
+
+def _matmul(self, other):
+    return functions.matmul(self, other)
+
+
+def _rmatmul(self, other):
+    return functions.matmul(other, self)
+
+
+def _imatmul(self, other):
+    other = to_narray(other, "matmul")
+    if other.ndim < 2:
+        raise ValueError("inplace matrix multiplication requires the first operand to have "
+                         "at least one and the second at least two dimensions.")
+    functions.matmul(self, other, out=self)
+    return self
+
+
+def _iter(self):
+    if not self.shape:
+        raise TypeError("iteration over a 0-d array")
+    for i in range(self.shape[0]):
+        yield self[i]
+
+
+def _reduce(self):
+    return (upload, (self.to_numpy(),))
+
+
+def _copy_method(self, order="C"):
+    """A copy (new storage) on the current device."""
+    return build(_COPY, [self])
+
+
+def _deepcopy(self, memo):
+    result = build(_COPY, [self])
+    memo[id(self)] = result
+    return result
+
+
+def _fill(self, value):
+    """Set every element to ``value`` (in place)."""
+    indexing.assign(self, value)
+
+
+def _to(self, device):
+    """This array on ``device``: itself when it lives there, else a copy (cached while this
+    value lives)."""
+    return to_device(self, device)
+
+
+def _reshape(self, *shape, order="C", copy=None):
+    """The values in a new shape (a view when NumPy makes one)."""
+    return functions.reshape(self, shape[0] if len(shape) == 1 else shape, order, copy=copy)
+
+
+def _transpose(self, *axes):
+    """A view with the axes permuted (reversed by default)."""
+    return functions.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+
+
+def _flatten(self, order="C"):
+    """A 1-D copy."""
+    return build(_COPY, [functions.ravel(self, order)])
+
+
+def _dot(self, b, out=None):
+    """``numpy.dot(self, b)``."""
+    return functions.dot(self, b, out=out)
+
+
+_METHODS = {
+    "__getitem__": indexing.getitem, "__setitem__": indexing.setitem, "__iter__": _iter,
+    "__matmul__": _matmul, "__rmatmul__": _rmatmul, "__imatmul__": _imatmul,
+    "__copy__": _copy_method, "__deepcopy__": _deepcopy, "__reduce__": _reduce,
+    "copy": _copy_method, "fill": _fill, "to": _to, "to_device": _to,
+    "reshape": _reshape, "transpose": _transpose, "flatten": _flatten,
+    "T": property(lambda self: functions.transpose(self)),
+    "mT": property(lambda self: functions.swapaxes(self, -1, -2)),
+    "ravel": functions.ravel, "squeeze": functions.squeeze, "swapaxes": functions.swapaxes,
+    "astype": lambda self, dtype, copy=True: functions.astype(self, dtype, copy=copy),
+    "clip": functions.clip, "argmax": functions.argmax, "argmin": functions.argmin,
+    "sum": functions.sum, "prod": functions.prod, "max": functions.max,
+    "min": functions.min, "mean": functions.mean, "any": functions.any,
+    "all": functions.all, "dot": _dot,
+}
+
+
+def _install_methods() -> None:
+    for name, method in _METHODS.items():
+        setattr(NArray, name, method)
+
+
+_install_operators()
+_install_methods()

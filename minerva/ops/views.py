@@ -1,0 +1,150 @@
+"""Views: which elements of a buffer a handle sees, as NumPy describes them.
+
+A view is ``(shape, strides, offset)``, strides and offset in bytes, over one C-contiguous
+buffer (a storage). The whole buffer in C order is no view at all (``None``), so most
+handles carry nothing. These functions compute views on the user's thread, by NumPy's
+rules: basic indexing, permuted axes, and reshapes that NumPy makes without a copy. They
+never touch memory.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from minerva.common.errors import ShapeIndexError
+
+_ANCHORS: dict = {}
+
+
+def c_strides(shape: tuple, itemsize: int) -> tuple:
+    """Byte strides of a C-contiguous array of ``shape``."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def of(spec, view) -> tuple:
+    """``view`` made explicit: the whole buffer of ``spec`` when None."""
+    if view is None:
+        return spec.shape, c_strides(spec.shape, spec.dtype.itemsize), 0
+    return view
+
+
+def normalized(spec, view):
+    """``view``, or None when it is the whole buffer of ``spec`` in C order."""
+    shape, strides, offset = view
+    if offset == 0 and shape == spec.shape and strides == c_strides(shape,
+                                                                     spec.dtype.itemsize):
+        return None
+    return view
+
+
+def is_basic(index) -> bool:
+    """Whether ``index`` (a tuple) holds only ints, slices, None and Ellipsis."""
+    for item in index:
+        if not (item is None or item is Ellipsis or isinstance(item, slice)
+                or (isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)))):
+            return False
+    return True
+
+
+def index(view: tuple, items: tuple) -> tuple:
+    """The view that ``a[items]`` (a basic index) gives of an array seen through ``view``."""
+    shape, strides, offset = view
+    items = _expand_ellipsis(items, len(shape))
+    new_shape, new_strides, dim = [], [], 0
+    for item in items:
+        if item is None:
+            new_shape.append(1)
+            new_strides.append(0)
+            continue
+        n, stride = shape[dim], strides[dim]
+        if isinstance(item, slice):
+            start, stop, step = item.indices(n)
+            length = len(range(start, stop, step))
+            if length:
+                offset += start * stride
+            new_shape.append(length)
+            new_strides.append(stride * step)
+        else:
+            offset += _bounded(operator.index(item), n, dim) * stride
+        dim += 1
+    return tuple(new_shape), tuple(new_strides), offset
+
+
+def is_scalar_index(items: tuple, ndim: int) -> bool:
+    """Whether ``a[items]`` picks one element by integers alone (NumPy gives a scalar, a
+    copy, rather than a 0-d view)."""
+    return len(items) == ndim and all(
+        isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+        for i in items)
+
+
+def _expand_ellipsis(items: tuple, ndim: int) -> tuple:
+    n_ellipsis = sum(1 for item in items if item is Ellipsis)
+    if n_ellipsis > 1:
+        raise ShapeIndexError("an index can only have a single ellipsis ('...')")
+    n_real = sum(1 for item in items if item is not None and item is not Ellipsis)
+    if n_real > ndim:
+        raise ShapeIndexError(f"too many indices for array: array is {ndim}-dimensional, "
+                              f"but {n_real} were indexed")
+    fill = (slice(None),) * (ndim - n_real)
+    if n_ellipsis:
+        at = items.index(Ellipsis)
+        return items[:at] + fill + items[at + 1:]
+    return items + fill
+
+
+def _bounded(i: int, n: int, axis: int) -> int:
+    if not -n <= i < n:
+        raise ShapeIndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+    return i + n if i < 0 else i
+
+
+def permute(view: tuple, axes: tuple) -> tuple:
+    """The view with its axes in the order ``axes`` (transpose, swapaxes, moveaxis)."""
+    shape, strides, offset = view
+    return tuple(shape[a] for a in axes), tuple(strides[a] for a in axes), offset
+
+
+def reshape(view: tuple, dtype, shape: tuple):
+    """The view ``shape`` gives without copying, by NumPy's rules; None when NumPy would
+    have to copy."""
+    old_shape, strides, offset = view
+    try:
+        probe = np.lib.stride_tricks.as_strided(_anchor(dtype), old_shape, strides)
+        reshaped = probe.reshape(shape, copy=False)
+    except ValueError:
+        return None
+    return reshaped.shape, reshaped.strides, offset
+
+
+def broadcast(view: tuple, shape: tuple) -> tuple:
+    """The view of broadcasting to ``shape`` (zero strides on new and stretched axes)."""
+    old_shape, strides, offset = view
+    lead = len(shape) - len(old_shape)
+    new_strides = [0] * lead
+    for n, target, stride in zip(old_shape, shape[lead:], strides):
+        new_strides.append(stride if n == target else 0)
+    return tuple(shape), tuple(new_strides), offset
+
+
+def is_contiguous(view, itemsize: int) -> bool:
+    """Whether a view covers a C-contiguous range (None: the whole buffer)."""
+    if view is None:
+        return True
+    shape, strides, _ = view
+    if 0 in shape:
+        return True
+    return all(n == 1 or s == want for n, s, want in
+               zip(shape, strides, c_strides(shape, itemsize)))
+
+
+def _anchor(dtype):
+    anchor = _ANCHORS.get(dtype)
+    if anchor is None:
+        anchor = _ANCHORS[dtype] = np.zeros(1, dtype)
+    return anchor
