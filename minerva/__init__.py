@@ -21,6 +21,10 @@ from minerva.runtime import (  # noqa: F401
     dump_dag, get_gpu_device_count, init, memory_stats, release_all, set_device, shutdown,
     wait_for_all)
 from minerva.ufuncs import *  # noqa: F401,F403  (every element-wise function)
+from minerva.manipulation import *  # noqa: F401,F403
+from minerva.statistics import *  # noqa: F401,F403
+from minerva.linalg import *  # noqa: F401,F403
+from minerva.interop import *  # noqa: F401,F403
 from minerva.ufuncs import FUNCTIONS as _UFUNCS  # noqa: F401
 
 ndarray = NArray

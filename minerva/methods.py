@@ -6,7 +6,7 @@ cycles. In-place operators (``+=`` …) write into the array, as NumPy's do.
 """
 from __future__ import annotations
 
-from minerva import functions, indexing, ufuncs
+from minerva import functions, indexing, interop, linalg, manipulation, statistics, ufuncs
 from minerva.builder import build, to_device, to_narray, upload
 from minerva.narray import NArray
 from minerva.ops import registry
@@ -151,8 +151,11 @@ _METHODS = {
 
 
 def _install_methods() -> None:
-    for name, method in _METHODS.items():
-        setattr(NArray, name, method)
+    tables = (_METHODS, manipulation.METHODS, statistics.METHODS, linalg.METHODS,
+              interop.METHODS)
+    for table in tables:
+        for name, method in table.items():
+            setattr(NArray, name, method)
 
 
 _install_operators()

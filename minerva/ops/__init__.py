@@ -8,6 +8,8 @@ from minerva.ops import (  # noqa: F401  (registration side effects)
     elementwise,
     indexing,
     linalg,
+    linalg_extra,
+    manipulation,
     nn_activation,
     nn_conv,
     nn_pool,
@@ -15,5 +17,7 @@ from minerva.ops import (  # noqa: F401  (registration side effects)
     reduction,
     registry,
     shape,
+    sorting,
+    statistics,
     views,
 )
