@@ -18,6 +18,8 @@ from minerva.common.errors import DTypeError, ShapeError
 from minerva.narray import NArray, check_engine
 from minerva.ops import registry
 from minerva.ops.dtypes import SUPPORTED_KINDS
+from minerva.ops.registry import ArraySpec
+from minerva.ops.views import laid_out, memory_order
 from minerva.system import get_system, running
 
 EMPTY: dict = {}
@@ -41,12 +43,41 @@ def build(op_def, inputs, attrs=EMPTY, out=None):
     for x in inputs:
         if x._view is not None:
             views = [y._view for y in inputs]
+            if op_def.elementwise and len(out_specs) == 1:
+                return _keep_order(system, op_def, inputs, attrs, out_specs[0], views)
             break
     storages = system.engine.submit(op_def, attrs, [x._storage for x in inputs], out_specs,
                                     system.current_device(), user_callsite(), views)
     if len(storages) == 1:
         return NArray(storages[0], None, out_specs[0])
     return tuple(NArray(s, None, spec) for s, spec in zip(storages, out_specs))
+
+
+def _keep_order(system, op_def, inputs, attrs, spec, views):
+    """An element-wise result laid out in its inputs' memory order, as NumPy's
+    ``order='K'`` lays it out (so a later reshape is a view exactly where NumPy's is)."""
+    order = _common_order(inputs, spec.shape)
+    out_views, buffer_spec = None, spec
+    if order is not None:
+        buffer_shape, view = laid_out(spec.shape, order, spec.dtype.itemsize)
+        buffer_spec, out_views = ArraySpec(buffer_shape, spec.dtype), [view]
+    (storage,) = system.engine.submit(op_def, attrs, [x._storage for x in inputs],
+                                      (buffer_spec,), system.current_device(),
+                                      user_callsite(), views, None, out_views)
+    return NArray(storage, None if out_views is None else out_views[0], spec)
+
+
+def _common_order(inputs, shape):
+    """The memory order of the full-shape inputs when they all agree and it is not C
+    order; None otherwise."""
+    order = None
+    for x in inputs:
+        if x._spec.shape == shape:
+            mine = memory_order(x._view) or tuple(range(len(shape)))
+            if order is not None and mine != order:
+                return None
+            order = mine
+    return None if order is None or order == tuple(range(len(shape))) else order
 
 
 def _write(system, op_def, inputs, attrs, out_specs, out):

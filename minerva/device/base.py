@@ -104,6 +104,8 @@ class Device(abc.ABC):
     def view(self, array, view):
         """``view`` (shape, strides, offset in bytes) of a whole buffer ``array``."""
         shape, strides, offset = view
+        if 0 in shape:  # no element to see: any place will do
+            return np.ndarray(shape, array.dtype, array, 0)
         return np.ndarray(shape, array.dtype, array, offset, strides)
 
     def _copy_in(self, source, out) -> bool:

@@ -143,6 +143,8 @@ class CupyLayer(CudaLayer):
 
     def strided(self, array, shape: tuple, strides: tuple, offset: int):
         """``cupy.ndarray`` over ``array``'s memory at ``offset`` with ``strides``."""
+        if 0 in shape:
+            return self.cupy.ndarray(shape, array.dtype, memptr=array.data)
         return self.cupy.ndarray(shape, array.dtype, memptr=array.data + offset,
                                  strides=strides)
 

@@ -132,6 +132,26 @@ def broadcast(view: tuple, shape: tuple) -> tuple:
     return tuple(shape), tuple(new_strides), offset
 
 
+def memory_order(view) -> tuple:
+    """The axes of ``view`` from the largest stride to the smallest (NumPy's ``order='K'``
+    layout of a result made from it); C order for no view."""
+    if view is None:
+        return ()
+    shape, strides, _ = view
+    return tuple(sorted(range(len(shape)), key=lambda a: -abs(strides[a])))
+
+
+def laid_out(shape: tuple, order: tuple, itemsize: int) -> tuple:
+    """A fresh buffer's view when its axes are stored in ``order`` (outermost first):
+    ``(buffer shape, the view of it in logical axis order)``."""
+    buffer_shape = tuple(shape[a] for a in order)
+    buffer_strides = c_strides(buffer_shape, itemsize)
+    strides = [0] * len(shape)
+    for position, axis in enumerate(order):
+        strides[axis] = buffer_strides[position]
+    return buffer_shape, (tuple(shape), tuple(strides), 0)
+
+
 def is_contiguous(view, itemsize: int) -> bool:
     """Whether a view covers a C-contiguous range (None: the whole buffer)."""
     if view is None:
