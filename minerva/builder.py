@@ -20,7 +20,7 @@ from minerva.ops import registry
 from minerva.ops.dtypes import SUPPORTED_KINDS
 from minerva.ops.registry import ArraySpec
 from minerva.ops.views import laid_out, memory_order
-from minerva.system import get_system, running
+from minerva.system import Runtime, get_system, running
 
 EMPTY: dict = {}
 COPY = registry.get("copy")
@@ -31,9 +31,12 @@ ASSIGN = registry.get("assign")
 def build(op_def, inputs, attrs=EMPTY, out=None):
     """Build ``op_def`` over NArrays ``inputs`` on the current device; its NArray result
     (a tuple for ops with several outputs), or ``out`` after writing into it."""
-    system = running() or get_system()
+    system = Runtime.system or get_system()
     try:
-        out_specs = op_def.infer(*[x._spec for x in inputs], **attrs)
+        if len(inputs) == 1:
+            out_specs = op_def.infer(inputs[0]._spec, **attrs)
+        else:
+            out_specs = op_def.infer(*[x._spec for x in inputs], **attrs)
     except ShapeError as err:
         err.add_note(f"in op '{op_def.name}'")
         raise

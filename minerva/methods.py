@@ -24,7 +24,14 @@ _COMPARISONS = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equa
 
 
 def _forward(name):
+    op, scalar_op = registry.get(name), registry.get(name + "_scalar")
+
     def method(self, other):
+        kind = type(other)
+        if kind is float or kind is int:  # the common cases, without a detour
+            return build(scalar_op, [self], {"scalar": other, "reverse": False})
+        if kind is NArray:
+            return build(op, [self, other])
         return ufuncs.binary_op(name, self, other)
     return method
 

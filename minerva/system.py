@@ -65,9 +65,9 @@ class System:
         """The device this thread's new ops run on; creates CPU device 0 when none exists."""
         device = self._local.device
         if device is None:
-            if not len(self.devices):
+            if not self.devices.table:
                 with self._lock:
-                    if not len(self.devices):
+                    if not self.devices.table:
                         self.devices.create_cpu_device()
             device = 0
         return device
@@ -115,9 +115,9 @@ def _as_device_id(device_id) -> int:
     return device_id
 
 
-class _Runtime:
-    """The process's one System (``system``), started on first use; ``lock`` guards its
-    start and stop."""
+class Runtime:
+    """The process's one System (``system``, None until first use; hot paths read it
+    directly), started on first use; ``lock`` guards its start and stop."""
 
     system: System | None = None
     lock = threading.Lock()
@@ -125,7 +125,7 @@ class _Runtime:
 
 def get_system() -> System:
     """The running System, started from the environment on first use."""
-    system = _Runtime.system
+    system = Runtime.system
     if system is None:
         system = start()
     return system
@@ -134,19 +134,19 @@ def get_system() -> System:
 def start(**options) -> System:
     """Start the runtime with ``MINERVA_*`` settings overridden by ``options``; an error
     if one is already running with other options."""
-    with _Runtime.lock:
-        if _Runtime.system is not None:
+    with Runtime.lock:
+        if Runtime.system is not None:
             if options:
                 raise MinervaError("minerva is already running; call mv.shutdown() before "
                                    "mv.init(...) with new options")
-            return _Runtime.system
+            return Runtime.system
         config = Config.from_env(**options)
         if config.trace:
             _check_setting_path(config.trace)
         system = System(config)
         if config.trace:
             system.start_trace(config.trace)
-        _Runtime.system = system
+        Runtime.system = system
         return system
 
 
@@ -159,24 +159,24 @@ def _check_setting_path(path: str) -> None:
 
 def running() -> System | None:
     """The running System, or None."""
-    return _Runtime.system
+    return Runtime.system
 
 
 def stop(timeout: float | None = SHUTDOWN_TIMEOUT) -> None:
     """Shut the running System down (no-op when none runs). Ctrl-C while it waits for
     pending work cancels that work, lets running kernels finish, stops every thread and
     then raises the KeyboardInterrupt (see ``Engine.shutdown``)."""
-    with _Runtime.lock:
-        system, _Runtime.system = _Runtime.system, None
+    with Runtime.lock:
+        system, Runtime.system = Runtime.system, None
     if system is not None:
         system.shutdown(timeout)
 
 
 def _forget_parent_runtime() -> None:
     """In a forked child: the parent's runtime has no threads here; start afresh."""
-    system = _Runtime.system
-    _Runtime.system = None
-    _Runtime.lock = threading.Lock()
+    system = Runtime.system
+    Runtime.system = None
+    Runtime.lock = threading.Lock()
     if system is not None:
         system.engine.forget()
 

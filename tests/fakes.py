@@ -59,6 +59,7 @@ class DeviceTable:
 
     def __init__(self, devices):
         self.devices = devices
+        self.table = devices
 
     def get(self, device_id):
         return self.devices[device_id]

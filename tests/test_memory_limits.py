@@ -29,9 +29,10 @@ WAIT = 10.0
 
 
 def start(engine: str, strategy: str = "pooled", **options) -> int:
-    """A runtime with one CPU device under ``LIMIT``; the device's id."""
+    """A runtime with one CPU device under ``LIMIT``; the device's id. Every op runs on the
+    device's thread (no tiny op on the caller's), where the gates hold them."""
     start_engine(engine, mem_pool=strategy, mem_limit=LIMIT, default_dtype="float32",
-                 **options)
+                 inline_bytes=0, **options)
     dev = mv.create_cpu_device()
     mv.set_device(dev)
     return dev

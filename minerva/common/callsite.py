@@ -8,38 +8,54 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 
 
 _INSIDE: dict = {}
+"""Code object -> whether it lies inside the package (filled as frames are met)."""
 
 
-def _inside(frame) -> bool:
-    code = frame.f_code
-    known = _INSIDE.get(code)
-    if known is None:
-        known = _INSIDE[code] = code.co_filename.startswith(_PACKAGE_DIR)
+def _is_inside(code) -> bool:
+    known = _INSIDE[code] = code.co_filename.startswith(_PACKAGE_DIR)
     return known
 
 
-def user_callsite(skip: int = 2, guess: int = 3) -> tuple[str, int]:
-    """``(filename, lineno)`` of the innermost frame whose code lies outside the package.
+_HOPS: dict = {}
+"""Code object of a frame inside the package -> how many frames further out the user's
+frame was found last time (a guess checked on every use)."""
 
-    Frame objects are made on demand, so walking out one frame at a time costs one object
-    per frame. The user's frame is usually ``guess`` frames further out: look there first,
-    and accept it when the frame just inside it belongs to the package."""
-    try:
-        frame = sys._getframe(skip + guess)
-        if _inside(sys._getframe(skip + guess - 1)) and not _inside(frame):
-            return (frame.f_code.co_filename, frame.f_lineno)
-    except ValueError:  # the stack is shallower than the guess
-        pass
+
+def user_callsite(skip: int = 2) -> tuple[str, int]:
+    """``(filename, lineno)`` of the innermost frame whose code lies outside the package,
+    starting ``skip`` frames out.
+
+    ``sys._getframe(n)`` makes only the frame object it returns, while stepping out with
+    ``f_back`` makes one per step: the user's frame is looked up directly at the depth it
+    was found last time from the same code, and the stack is walked only when that guess
+    is wrong."""
     frame = sys._getframe(skip)
-    inside = _INSIDE
+    start = frame.f_code
+    hops = _HOPS.get(start)
+    if hops is not None:
+        try:
+            guess = sys._getframe(skip + hops)
+        except ValueError:  # the stack is shallower than the guess
+            guess = None
+        if guess is not None and _INSIDE.get(guess.f_code) is False and (
+                hops == 0 or _INSIDE.get(sys._getframe(skip + hops - 1).f_code)):
+            return (guess.f_code.co_filename, guess.f_lineno)
+    return _walk(frame, start)
+
+
+def _walk(frame, start) -> tuple[str, int]:
+    inside, hops = _INSIDE, 0
     while frame is not None:
         code = frame.f_code
-        known = inside.get(code)
-        if known is None:
-            known = inside[code] = code.co_filename.startswith(_PACKAGE_DIR)
+        try:
+            known = inside[code]
+        except KeyError:
+            known = _is_inside(code)
         if not known:
+            _HOPS[start] = hops
             return (code.co_filename, frame.f_lineno)
         frame = frame.f_back
+        hops += 1
     return ("<minerva>", 0)
 
 

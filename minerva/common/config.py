@@ -34,6 +34,7 @@ class Config:
     trace: str | None = None
     log: str = "warning"
     default_dtype: np.dtype = np.dtype(np.float64)
+    inline_bytes: int = 64 << 10
 
     @classmethod
     def from_env(cls, environ=None, **overrides) -> "Config":
@@ -125,5 +126,6 @@ SETTINGS = {
     "trace": ("MINERVA_TRACE", _text),
     "log": ("MINERVA_LOG", _choice(LOG_LEVELS)),
     "default_dtype": ("MINERVA_DEFAULT_DTYPE", _dtype),
+    "inline_bytes": ("MINERVA_INLINE_BYTES", parse_size),
 }
 """Each setting: its environment variable and the parser of its values."""

@@ -35,12 +35,10 @@ class HookBus:
 
     def __init__(self):
         self._listeners: list = []
+        self.active = False
+        """Whether any listener is subscribed (a plain attribute: hot paths test it before
+        they announce an event)."""
         self._bind()
-
-    @property
-    def active(self) -> bool:
-        """Whether any listener is subscribed."""
-        return bool(self._listeners)
 
     def subscribe(self, listener) -> None:
         """Start sending events to ``listener``."""
@@ -54,6 +52,7 @@ class HookBus:
         self._bind()
 
     def _bind(self) -> None:
+        self.active = bool(self._listeners)
         for event in EVENTS:
             functions = [getattr(lst, event) for lst in self._listeners if hasattr(lst, event)]
             if not functions:

@@ -1,14 +1,15 @@
 """The PhysicalDag: the live op and data nodes, indexed by id, with running totals."""
 from __future__ import annotations
 
-from minerva.dag.nodes import COMPLETED, DataNode, OpNode
+from minerva.dag.nodes import DataNode, OpNode
 
 
 class PhysicalDag:
     """Every op node not yet finished and every data node still alive.
 
-    Not thread-safe by itself: the scheduler's lock guards it. An op node leaves when it
-    finishes; a data node leaves when it is dead (no pending consumer, no handle, computed).
+    Not thread-safe by itself: the scheduler's lock guards it. ``register_op`` inserts an op
+    node and its outputs (``ops``, ``data`` by id); an op node leaves when it finishes, a
+    data node when it is dead (no pending consumer, no handle, computed).
     """
 
     def __init__(self):
@@ -17,18 +18,11 @@ class PhysicalDag:
         self.n_completed_total = 0
         self.n_failed_total = 0
 
-    def add_op(self, op: OpNode) -> None:
-        """Insert an op node and its output data nodes."""
-        self.ops[op.node_id] = op
-        data = self.data
-        for out in op.outputs:
-            data[out.node_id] = out
-
     def finish_op(self, op: OpNode) -> None:
         """Remove a finished op node and count it."""
         del self.ops[op.node_id]
         self.n_completed_total += 1
-        if op.state != COMPLETED:
+        if op.error is not None:
             self.n_failed_total += 1
 
     def remove_data(self, data: DataNode) -> None:

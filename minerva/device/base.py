@@ -35,6 +35,9 @@ class Device(abc.ABC):
     xp: Any = None
     cancelled: BaseException | None = None
     """Set by ``cancel``: the error ops handed to this device from then on fail with."""
+    inline_limit = 0
+    """Ops touching at most this many bytes may run on the thread that found them ready
+    (``run_here``) instead of this device's own thread; 0: never."""
     output_stream: Any = None
     """The stream key kernels write their outputs on (None: a CPU device's one queue)."""
 
@@ -55,19 +58,47 @@ class Device(abc.ABC):
     def info(self) -> dict:
         """``kind``, ``ordinal``, ``name`` and memory figures of this device."""
 
-    def run_inline(self, op) -> BaseException | None:
-        """Run ``op`` now on the calling thread; the exception it raised, or None."""
+    def run_inline(self, op, track: str | None = None) -> BaseException | None:
+        """Run ``op`` now on the calling thread; the exception it raised, or None. The
+        trace shows it on ``track`` (the device's own by default)."""
         hooks = self.hooks
         if hooks.active:
-            hooks.op_started(op, self.device_id, self.track, time.perf_counter_ns())
+            hooks.op_started(op, self.device_id, track or self.track, time.perf_counter_ns())
         try:
             self.execute(op)
             exc = None
         except Exception as err:  # stored on the op's outputs by the engine
             exc = detach_traceback(err)
         if hooks.active:
-            hooks.op_finished(op, self.device_id, self.track, time.perf_counter_ns(), exc)
+            hooks.op_finished(op, self.device_id, track or self.track,
+                              time.perf_counter_ns(), exc)
         return exc
+
+    def run_direct(self, op_def, attrs, args, views, out) -> BaseException | None:
+        """Run an op that has no op node (``Engine._run_direct``) on the calling thread
+        into data node ``out``; the exception it raised, or None."""
+        if self.cancelled is not None:
+            return self.cancelled
+        try:
+            spec = out.spec
+            block = self.store.alloc(spec.nbytes, self.output_stream)
+            block.label = out
+            out.block = block
+            target = out.array = self.store.array(block, spec.shape, spec.dtype)
+            arrays = [data.array for data in args]
+            if views is not None:
+                arrays = [a if v is None else self.view(a, v) for a, v in zip(arrays, views)]
+            op_def.impl(self.xp, *arrays, out=target, **attrs)
+        except Exception as err:  # stored on the output by the engine
+            return detach_traceback(err)
+        return None
+
+    def run_here(self, op) -> BaseException | None:
+        """Run a tiny ``op`` on the calling thread (not this device's own), shown in the
+        trace on the device's ``caller`` track; a cancelled device fails it instead."""
+        if self.cancelled is not None:
+            return self.cancelled
+        return self.run_inline(op, self.track + ":caller")
 
     def cancel(self, error: BaseException) -> None:
         """Report every op handed to this device from now on as failed with ``error``,
@@ -78,28 +109,41 @@ class Device(abc.ABC):
         """Give the op's outputs their buffers (a fresh block from this device's store for
         ``output_stream``, or the buffer of the version a write overwrites) and run its
         kernel on its inputs' views."""
-        arrays = [data.array for data in op.inputs]
-        if op.n_args != len(arrays):
-            del arrays[op.n_args:]
+        inputs = op.inputs
+        arrays = [data.array for data in (inputs if op.n_args == len(inputs)
+                                          else inputs[:op.n_args])]
         if op.views is not None:
             view = self.view
             arrays = [a if v is None else view(a, v) for a, v in zip(arrays, op.views)]
+        outputs = op.outputs
+        if len(outputs) == 1:
+            out = self._out_array(outputs[0])
+            if op.out_views is not None and op.out_views[0] is not None:
+                out = self.view(out, op.out_views[0])
+        else:
+            out = self._out_arrays(op)
+        op_def = op.op_def
+        if op_def is COPY and self._copy_in(inputs[0], out):
+            return
+        op_def.impl(self.xp, *arrays, out=out, **op.attrs)
+
+    def _out_arrays(self, op) -> tuple:
         outs = [self._out_array(data) for data in op.outputs]
         if op.out_views is not None:
             view = self.view
             outs = [a if v is None else view(a, v) for a, v in zip(outs, op.out_views)]
-        out = outs[0] if len(outs) == 1 else tuple(outs)
-        op_def = op.op_def
-        if op_def is COPY and self._copy_in(op.inputs[0], out):
-            return
-        op_def.impl(self.xp, *arrays, out=out, **op.attrs)
+        return tuple(outs)
 
     def _out_array(self, data):
         base = data.base
         if base is not None:
             return base.array
-        self.allocate(data, self.output_stream)
-        return data.array
+        spec = data.spec
+        block = self.store.alloc(spec.nbytes, self.output_stream)
+        block.label = data
+        data.block = block
+        array = data.array = self.store.array(block, spec.shape, spec.dtype)
+        return array
 
     def view(self, array, view):
         """``view`` (shape, strides, offset in bytes) of a whole buffer ``array``."""

@@ -26,7 +26,8 @@ class DeviceManager:
         self.config = config
         self.hooks = hooks
         self.listener = listener
-        self._devices: list = []
+        self.table: list = []
+        """Every device, indexed by id (grows only; hot paths index it directly)."""
         self._n_cpu = 0
         self._lock = threading.Lock()
         self._blas_limit = None
@@ -36,16 +37,17 @@ class DeviceManager:
         """A new CPU device with its own worker thread; its id."""
         with self._lock:
             self._pin_blas()
-            device_id = len(self._devices)
+            device_id = len(self.table)
             store = self._make_store(HostAllocator(), device_id)
             device = CpuDevice(device_id, store, self.hooks, self.listener, self._n_cpu)
+            device.inline_limit = self.config.inline_bytes
             self._n_cpu += 1
             return self._add(device)
 
     def create_gpu_device(self, ordinal: int) -> int:
         """A new device on GPU ``ordinal`` (or a virtual GPU); its id."""
         with self._lock:
-            device_id = len(self._devices)
+            device_id = len(self.table)
             device = gpu.create_gpu_device(device_id, ordinal, self.config, self.hooks,
                                            self.listener, self._make_store)
             return self._add(device)
@@ -58,23 +60,23 @@ class DeviceManager:
         """The device with id ``device_id``; DeviceError for an unknown id."""
         try:
             if device_id >= 0:
-                return self._devices[device_id]
+                return self.table[device_id]
         except (IndexError, TypeError):
             pass
         raise DeviceError(f"no device with id {device_id!r}; created devices: "
-                          f"{list(range(len(self._devices)))}")
+                          f"{list(range(len(self.table)))}")
 
     def __len__(self) -> int:
-        return len(self._devices)
+        return len(self.table)
 
     def all(self) -> list:
         """Every device, in id order."""
-        return list(self._devices)
+        return list(self.table)
 
     def shutdown(self) -> None:
         """Stop every device's threads (each after its queued ops, which a cancelling
         shutdown has already failed) and undo the BLAS pinning."""
-        for device in self._devices:
+        for device in self.table:
             device.shutdown()
         if self._blas_limit is not None:
             self._blas_limit.restore_original_limits()
@@ -82,7 +84,7 @@ class DeviceManager:
 
     def _add(self, device) -> int:
         device.lookup = self.get
-        self._devices.append(device)
+        self.table.append(device)
         log.info("device_created", device_id=device.device_id, kind=device.kind)
         return device.device_id
 

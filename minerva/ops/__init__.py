@@ -21,3 +21,5 @@ from minerva.ops import (  # noqa: F401  (registration side effects)
     statistics,
     views,
 )
+
+registry.allow_inline(registry.names())

@@ -44,9 +44,12 @@ class OpDef:
     ``elementwise`` ops compute each output element from the input elements at the same
     (broadcast) position only: they may write into an input they read through the same
     view, and into an ``out=`` their inputs broadcast to. ``vjp`` is the op's gradient rule
-    (None: not differentiable)."""
+    (None: not differentiable). ``tiny_inline``: when it touches few bytes, the op may run
+    on the thread that finds it ready (minerva's own ops; an op registered from outside,
+    which might block, always runs on its device's thread)."""
 
-    __slots__ = ("name", "infer", "impl", "n_outputs", "priority", "elementwise", "vjp")
+    __slots__ = ("name", "infer", "impl", "n_outputs", "priority", "elementwise", "vjp",
+                 "tiny_inline")
 
     def __init__(self, name: str, infer: Callable, impl: Callable, n_outputs: int = 1,
                  priority: int = 0, elementwise: bool = False):
@@ -57,6 +60,7 @@ class OpDef:
         self.priority = priority
         self.elementwise = elementwise
         self.vjp = None
+        self.tiny_inline = False
 
     def __repr__(self) -> str:
         return f"OpDef({self.name!r})"
@@ -73,6 +77,13 @@ def register(name: str, infer: Callable, impl: Callable, n_outputs: int = 1,
     op = OpDef(name, infer, impl, n_outputs, priority, elementwise)
     _REGISTRY[name] = op
     return op
+
+
+def allow_inline(op_names) -> None:
+    """Let the ops named run on the thread that finds them ready when they are tiny
+    (``OpDef.tiny_inline``): done for minerva's own op families once they are registered."""
+    for name in op_names:
+        _REGISTRY[name].tiny_inline = True
 
 
 def get(name: str) -> OpDef:

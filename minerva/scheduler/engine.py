@@ -15,6 +15,7 @@ import collections
 import threading
 import time
 
+from minerva.common.callsite import format_callsite
 from minerva.common.errors import CancelledError, MinervaError, OpError, WaitTimeoutError
 from minerva.common.logging import get_logger
 from minerva.dag.nodes import FAILED, Storage
@@ -27,6 +28,10 @@ class Engine:
     """Base of the DAG scheduler and the naive engine; subclasses decide *when* ops run
     (``_start``). ``copy_op`` is the op definition of a copy (the engine inserts copies of
     inputs that live on another device, and copies on write)."""
+
+    kicks_releases = False
+    """Whether a release with nothing in flight posts a task to apply it (an engine with
+    threads); the naive engine applies releases at its next call instead."""
 
     def __init__(self, dag, devices, hooks, max_pending: int, copy_op):
         self.dag = dag
@@ -55,29 +60,80 @@ class Engine:
         on ``device_id``, copying inputs that live elsewhere; ``writes`` (None, or a
         storage or None per output) are the storages the outputs overwrite, through
         ``out_views``. Returns one storage per output: the written one, or a new one."""
+        if (writes is None and out_views is None and len(out_specs) == 1
+                and op_def.tiny_inline and not self.hooks.active):
+            device = self.devices.table[device_id]
+            if device.inline_limit and _tiny(storages, out_specs[0], device.inline_limit):
+                result = self._run_direct(op_def, attrs, storages, out_specs[0], device,
+                                          created_at, views)
+                if result is not None:
+                    return result
         with self._lock:
             if self.closed or self.n_inflight >= self.max_pending:
                 self.check_open()
                 self._wait_for_room_locked()
             ready, dead = [], self._drain_releases_locked() if self._releases else None
-            args = []
-            for storage in storages:
-                data = storage.current
-                if storage.engine is not self:
-                    storage.engine.check_open()
-                if data.device_id != device_id:
-                    data = self._copy_locked(data, device_id, created_at, ready)
-                args.append(data)
+            args = [storage.current for storage in storages]
+            for i, data in enumerate(args):
+                if data.device_id != device_id or storages[i].engine is not self:
+                    args[i] = self._foreign_locked(storages[i], device_id, created_at, ready)
             bases = None if writes is None else self._bases_locked(writes, created_at, ready)
             op = self._register_locked(op_def, attrs, args, out_specs, device_id,
                                        created_at, views, bases, ready)
             op.out_views = out_views
-            results = self._out_storages(op, writes)
+            if writes is None and len(out_specs) == 1:
+                results = [Storage(op.outputs[0], self)]
+            else:
+                results = self._out_storages(op, writes)
             blocks = self._delete_locked(dead) if dead else None
         if blocks:
             self._free_blocks(blocks)
-        self._start(ready)
+        if ready:
+            self._start(ready)
         return results
+
+    def _run_direct(self, op_def, attrs, storages, spec, device, created_at, views):
+        """Run a tiny op now on this thread without an op node (``state.begin_direct``);
+        its output storage, or None when it must take the normal path."""
+        with self._lock:
+            if self.closed or self.n_inflight >= self.max_pending:
+                return None
+            args = [storage.current for storage in storages]
+            for i, data in enumerate(args):
+                if data.device_id != device.device_id or storages[i].engine is not self:
+                    return None
+            out = state.begin_direct(self.dag, args, spec, device.device_id, created_at)
+            if out is None:
+                return None
+            self.n_inflight += 1
+            blocks = self._delete_locked(self._drain_releases_locked()) \
+                if self._releases else None
+        if blocks:
+            self._free_blocks(blocks)
+        exc = device.run_direct(op_def, attrs, args, views, out)
+        error = None if exc is None else OpError.from_failure(
+            exc, op=op_def.name, node_id=out.node_id, device=device.device_id,
+            created_at=format_callsite(created_at))
+        with self._lock:
+            ready, dead = state.end_direct(self.dag, args, out, error)
+            if error is not None:
+                self._failures.append(error)
+            result = Storage(out, self)
+            self._settle_inflight_locked()
+            blocks = self._delete_locked(dead) if dead else None
+        if blocks:
+            self._free_blocks(blocks)
+        if ready:
+            self._start(ready)
+        return [result]
+
+    def _foreign_locked(self, storage, device_id: int, created_at, ready: list):
+        """The version of ``storage`` an op on ``device_id`` reads: its copy there when it
+        lives on another device (MinervaError for an array of another runtime)."""
+        if storage.engine is not self:
+            storage.engine.check_open()
+            raise MinervaError("this NArray belongs to another minerva runtime")
+        return self._copy_locked(storage.current, device_id, created_at, ready)
 
     def copy_to(self, storage, device_id: int, created_at) -> Storage:
         """A new storage holding ``storage``'s current value on ``device_id`` (copied at
@@ -102,7 +158,7 @@ class Engine:
         if self.closed:
             return
         self._releases.append(data)
-        if self.n_inflight == 0:
+        if self.n_inflight == 0 and self.kicks_releases:
             self._kick_releases()
 
     def wait(self, data, timeout: float | None = None) -> None:
@@ -259,11 +315,12 @@ class Engine:
         return bases
 
     def _out_storages(self, op, writes) -> list:
-        outputs = op.outputs
+        """One storage per output: the one written (now holding the new version), or a
+        new one."""
         if writes is None:
-            return [Storage(out, self) for out in outputs]
+            return [Storage(out, self) for out in op.outputs]
         results = []
-        for out, storage in zip(outputs, writes):
+        for out, storage in zip(op.outputs, writes):
             if storage is None:
                 storage = Storage(out, self)
             else:
@@ -279,12 +336,16 @@ class Engine:
         ready, dead = state.complete_op(self.dag, op, error)
         if origin:
             self._failures.append(error)
-        self.n_inflight -= 1
-        if self._n_sleepers and self.n_inflight in (0, self._low_water):
-            self._changed.notify_all()
+        self._settle_inflight_locked()
         if self._releases:
             dead.extend(self._drain_releases_locked())
         return ready, self._delete_locked(dead) if dead else None
+
+    def _settle_inflight_locked(self) -> None:
+        """One op left flight: wake sleepers waiting for room or for the end."""
+        self.n_inflight -= 1
+        if self._n_sleepers and self.n_inflight in (0, self._low_water):
+            self._changed.notify_all()
 
     def _drain_releases_locked(self) -> list:
         dead = []
@@ -322,9 +383,9 @@ class Engine:
         """Return blocks to their stores (outside the lock); then count them freed."""
         if not blocks:
             return
-        get = self.devices.get
+        table = self.devices.table
         for device_id, block in blocks:
-            get(device_id).free(block)
+            table[device_id].free(block)
         self._freed.append(len(blocks))
         if self._n_sleepers:
             with self._lock:
@@ -412,6 +473,15 @@ class Engine:
         if self.closed:
             raise MinervaError("the minerva runtime was shut down before this array was "
                                "computed; its value is lost")
+
+
+def _tiny(storages, spec, limit: int) -> bool:
+    """Whether an op reading ``storages`` and making ``spec`` touches at most ``limit``
+    bytes."""
+    total = spec.nbytes
+    for storage in storages:
+        total += storage.current.spec.nbytes
+    return total <= limit
 
 
 def op_failure(op, exc: BaseException) -> OpError:

@@ -25,6 +25,10 @@ class NaiveEngine(Engine):
     def _start(self, ops: list) -> None:
         """Run each op now on this thread, in registration order (copies first), then the
         ops their completion made ready."""
+        if len(ops) == 1:
+            ops = self._run_now(ops[0])
+            if not ops:
+                return
         todo = collections.deque(ops)
         while todo:
             todo.extend(self._run_now(todo.popleft()))
@@ -37,7 +41,7 @@ class NaiveEngine(Engine):
         else:
             if self.hooks.active:
                 self.hooks.op_ready(op)
-            exc = self.devices.get(op.device_id).run_inline(op)
+            exc = self.devices.table[op.device_id].run_inline(op)
             if exc is not None:
                 error, origin = op_failure(op, exc), True
         with self._lock:

@@ -11,6 +11,9 @@ when nothing is outstanding) -> ``start_run`` (RUNNING; returns an input's error
 op is poisoned) -> ``complete_op`` (COMPLETED or FAILED; wakes consumers and writers,
 drops input counts, hands overwritten buffers to the new versions).
 
+An op that runs at once on the calling thread (tiny, inputs computed) skips the op node:
+``begin_direct`` counts its reads and inserts its output, ``end_direct`` settles it.
+
 A write (an output with a ``base``) takes the version it overwrites as an input, waits
 for that version's earlier readers (write after read: ``base.writer``), and takes over its
 buffer when it completes. A data node is *dead* when its producer is done, no consumer is
@@ -36,21 +39,69 @@ def register_op(dag: PhysicalDag, op_def, attrs: dict, args: list, out_specs,
         for base in bases:
             if base is not None:
                 _claim_buffer(op, base)
+    n_waiting = op.n_waiting
     for data in op.inputs:
         data.rc += 1
         if data.state < COMPLETED:
-            op.n_waiting += 1
+            n_waiting += 1
             if data.waiting_ops is None:
                 data.waiting_ops = [op]
             else:
                 data.waiting_ops.append(op)
-    if bases is None:
-        op.outputs = [DataNode(spec, device_id, op, created_at) for spec in out_specs]
+    op.n_waiting = n_waiting
+    live = dag.data
+    if bases is None and len(out_specs) == 1:
+        out = DataNode(out_specs[0], device_id, op, created_at)
+        op.outputs = [out]
+        live[out.node_id] = out
     else:
+        bases = bases or [None] * len(out_specs)
         op.outputs = [DataNode(spec, device_id, op, created_at, base)
                       for spec, base in zip(out_specs, bases)]
-    dag.add_op(op)
+        for out in op.outputs:
+            live[out.node_id] = out
+    dag.ops[op.node_id] = op
     return op
+
+
+def begin_direct(dag: PhysicalDag, args: list, spec, device_id: int,
+                 created_at) -> DataNode | None:
+    """An op about to run at once on the calling thread, without an op node: when every
+    input is computed and has no pending writer, count the reads and insert the output
+    (pending, no producer); else None (the op takes the normal path)."""
+    for data in args:
+        if data.state != COMPLETED or data.writer is not None:
+            return None
+    for data in args:
+        data.rc += 1
+    out = DataNode(spec, device_id, None, created_at)
+    dag.data[out.node_id] = out
+    return out
+
+
+def end_direct(dag: PhysicalDag, args: list, out: DataNode, error) -> tuple[list, list]:
+    """The direct op of ``begin_direct`` ran (failed when ``error`` is set): settle its
+    output and drop the reads. Returns ``(ready_ops, dead_data)`` as ``complete_op``."""
+    out.state = COMPLETED if error is None else FAILED
+    out.error = error
+    dag.n_completed_total += 1
+    if error is not None:
+        dag.n_failed_total += 1
+    ready: list[OpNode] = []
+    dead: list[DataNode] = []
+    if out.waiter is not None:
+        out.waiter.set()
+    if out.extern_rc == 0:
+        out.dead = True
+        dead.append(out)
+    for data in args:
+        data.rc -= 1
+        if data.writer is not None and data.rc == data.writer_refs:
+            _release_writer(data, ready)
+        if data.rc == 0 and data.extern_rc == 0 and not data.dead:
+            data.dead = True
+            dead.append(data)
+    return ready, dead
 
 
 def _claim_buffer(op: OpNode, base: DataNode) -> None:
@@ -96,23 +147,31 @@ def complete_op(dag: PhysicalDag, op: OpNode, error) -> tuple[list[OpNode], list
     for out in op.outputs:
         if out.base is not None:
             _take_over(out)
-        _settle_output(out, final, error, ready)
+        out.state = final
+        out.error = error
+        out.producer = None
+        if out.waiting_ops is not None or out.waiter is not None:
+            _wake(out, ready)
         if out.rc == 0 and out.extern_rc == 0:
             out.dead = True
             dead.append(out)
     for data in op.inputs:
         data.rc -= 1
-        writer = data.writer
-        if writer is not None and data.rc == data.writer_refs:
-            data.writer = None
-            writer.n_waiting -= 1
-            if writer.n_waiting == 0:
-                writer.state = READY
-                ready.append(writer)
+        if data.writer is not None and data.rc == data.writer_refs:
+            _release_writer(data, ready)
         if data.rc == 0 and data.extern_rc == 0 and not data.dead:
             data.dead = True
             dead.append(data)
     return ready, dead
+
+
+def _release_writer(data: DataNode, ready: list) -> None:
+    """The readers issued before ``data``'s writer are done: drop the writer's hold."""
+    writer, data.writer = data.writer, None
+    writer.n_waiting -= 1
+    if writer.n_waiting == 0:
+        writer.state = READY
+        ready.append(writer)
 
 
 def _take_over(out: DataNode) -> None:
@@ -159,10 +218,8 @@ def uncache_copy(data: DataNode) -> bool:
     return False
 
 
-def _settle_output(out: DataNode, state: int, error, ready: list) -> None:
-    out.state = state
-    out.error = error
-    out.producer = None
+def _wake(out: DataNode, ready: list) -> None:
+    """``out`` is settled: its waiting consumers count it, its waiter (if any) wakes."""
     if out.waiting_ops is not None:
         for consumer in out.waiting_ops:
             consumer.n_waiting -= 1
@@ -180,4 +237,4 @@ def _is_dead(data: DataNode) -> bool:
 
 
 __all__ = ["register_op", "release_hold", "start_run", "complete_op", "release_handle",
-           "delete_data", "uncache_copy"]
+           "delete_data", "uncache_copy", "begin_direct", "end_direct"]

@@ -13,9 +13,13 @@ from typing import Any, Callable, Protocol
 
 
 class Block:
-    """A byte range of one chunk, handed out by a DataStore until it is freed."""
+    """A byte range of one chunk, handed out by a DataStore until it is freed.
 
-    __slots__ = ("chunk", "offset", "size", "nbytes", "stream", "label")
+    ``view``/``view_key`` cache the last array view made of it (``(shape, dtype)``): a
+    block served again for a value of the same shape reuses the view object. A block never
+    changes its range, so the cached view stays valid for the block's whole life."""
+
+    __slots__ = ("chunk", "offset", "size", "nbytes", "stream", "label", "view_key", "view")
 
     def __init__(self, chunk: Any, offset: int, size: int, nbytes: int, stream: Any = None):
         self.chunk = chunk
@@ -24,6 +28,8 @@ class Block:
         self.nbytes = nbytes
         self.stream = stream
         self.label = ""
+        self.view_key = None
+        self.view = None
 
     def __repr__(self) -> str:
         return f"Block(offset={self.offset}, size={self.size}, nbytes={self.nbytes})"

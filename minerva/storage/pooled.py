@@ -87,18 +87,29 @@ class PooledDataStore(DataStore):
         ``block.nbytes`` is ``nbytes``; ``block.size`` is the rounded size (a zero-byte
         request gets one granule). Raises OutOfMemoryError after the out-of-memory ladder.
         """
-        nbytes = operator.index(nbytes)
+        if type(nbytes) is not int:
+            nbytes = operator.index(nbytes)
         if nbytes < 0:
             raise ValueError(f"cannot allocate a negative number of bytes: {nbytes}")
         size = self._round(nbytes)
         with self._lock:
-            block = self._take_cached(size, nbytes, stream) if self._caches else None
+            stack = self._recent.get((stream, size)) if self._caches else None
+            if stack:  # the fast path: the newest freed block of this size and stream
+                block = stack.pop()
+                self._recent_bytes -= size
+                block.nbytes = nbytes
+            else:
+                block = self._arena.take(size, nbytes, stream) if self._caches else None
+                if block is None and self._recent_bytes:
+                    self._flush_recent()
+                    block = self._arena.take(size, nbytes, stream)
             if block is not None:
                 self._n_hits += 1
                 in_use = self._record_alloc(block)
         if block is None:
             block, in_use = self._grow(size, nbytes, stream)
-        self.hooks.mem_alloc(self.device_id, block, in_use)
+        if self.hooks.active:
+            self.hooks.mem_alloc(self.device_id, block, in_use)
         return block
 
     def free(self, block: Block) -> None:
@@ -125,11 +136,19 @@ class PooledDataStore(DataStore):
                 chunk = block.chunk
         if chunk is not None:
             self._return_chunks([chunk], block.size)
-        self.hooks.mem_free(self.device_id, block, in_use)
+        if self.hooks.active:
+            self.hooks.mem_free(self.device_id, block, in_use)
 
     def array(self, block: Block, shape: tuple, dtype: Any) -> Any:
-        """``block`` viewed as an array of ``shape`` and ``dtype`` (through the allocator)."""
-        return self.allocator.view(block.chunk, block.offset, block.nbytes, shape, dtype)
+        """``block`` viewed as an array of ``shape`` and ``dtype`` (through the allocator;
+        the view made last for this block is reused when it fits)."""
+        key = (shape, dtype)
+        if block.view_key == key:
+            return block.view
+        view = block.view = self.allocator.view(block.chunk, block.offset, block.nbytes,
+                                                shape, dtype)
+        block.view_key = key
+        return view
 
     def release_all(self) -> int:
         """Return every wholly free chunk to the allocator; the number of bytes returned.
@@ -206,21 +225,6 @@ class PooledDataStore(DataStore):
         with self._lock:
             block = self._new_chunk_block(chunk, size, nbytes, stream)
             return block, self._record_alloc(block)
-
-    def _take_cached(self, size, nbytes, stream):
-        """A cached block for the request: the newest recent one of this exact size and
-        stream, else best fit from the arena (after merging the recent ones into it)."""
-        stack = self._recent.get((stream, size))
-        if stack:
-            block = stack.pop()
-            self._recent_bytes -= size
-            block.nbytes = nbytes
-            return block
-        block = self._arena.take(size, nbytes, stream)
-        if block is None and self._recent_bytes:
-            self._flush_recent()
-            block = self._arena.take(size, nbytes, stream)
-        return block
 
     def _flush_recent(self) -> None:
         """Return every recent block to the arena (merged with its free neighbours)."""
