@@ -4,7 +4,9 @@ on CPU devices (NumPy) and NVIDIA GPUs (CuPy), one device or many.
 ``import minerva as np`` runs a NumPy program; ``import minerva as mv`` for the rest. See
 API.md and doc/ for the contract.
 """
-from minerva import methods, nn, random, trace  # noqa: F401  (methods: NArray operators)
+import sys as _sys
+
+from minerva import autograd, methods, nn, random, trace  # noqa: F401  (methods: operators)
 from minerva.common.errors import (  # noqa: F401
     CancelledError, DeviceError, DTypeError, MinervaError, OpError, OutOfMemoryError,
     ShapeError, WaitTimeoutError)
@@ -29,3 +31,12 @@ from minerva.ufuncs import FUNCTIONS as _UFUNCS  # noqa: F401
 
 ndarray = NArray
 __version__ = "0.2.0"
+autograd.install(_sys.modules[__name__])
+# --- TEMPORARY (interop engineer's local test hook; the lead applies the final lines) ---
+from minerva import interop as _interop, missing as _missing  # noqa: E402
+from minerva.dtypes import *  # noqa: F401,F403,E402
+_interop.install(globals())
+
+
+def __getattr__(name):
+    raise _missing.missing_attribute(name)

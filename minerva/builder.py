@@ -11,12 +11,14 @@ overwrites the written array's buffer in place, seen through the written handle'
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from minerva.common.callsite import user_callsite
 from minerva.common.errors import DTypeError, ShapeError
 from minerva.narray import NArray, check_engine
-from minerva.ops import registry
+from minerva.ops import registry, view_ops
 from minerva.ops.dtypes import SUPPORTED_KINDS
 from minerva.ops.registry import ArraySpec
 from minerva.ops.views import laid_out, memory_order
@@ -41,7 +43,16 @@ def build(op_def, inputs, attrs=EMPTY, out=None):
         err.add_note(f"in op '{op_def.name}'")
         raise
     if out is not None:
-        return _write(system, op_def, inputs, attrs, out_specs, out)
+        result = _write(system, op_def, inputs, attrs, out_specs, out)
+    else:
+        result = _fresh(system, op_def, inputs, attrs, out_specs)
+    if SEAM.hooks:
+        SEAM.notify(op_def, attrs, inputs, result, out)
+    return result
+
+
+def _fresh(system, op_def, inputs, attrs, out_specs):
+    """The op's results in new storages."""
     views = None
     for x in inputs:
         if x._view is not None:
@@ -54,6 +65,49 @@ def build(op_def, inputs, attrs=EMPTY, out=None):
     if len(storages) == 1:
         return NArray(storages[0], None, out_specs[0])
     return tuple(NArray(s, None, spec) for s, spec in zip(storages, out_specs))
+
+
+class Seam(threading.local):
+    """Who listens at the op-building seam, per thread: ``hooks`` is a tuple of callables
+    ``hook(op_def, attrs, inputs, result, out)`` told of every op built (``out`` set for a
+    write) and every view made (``op_def`` a view definition of ``ops.views``). Autograd
+    records through it, jit captures through it."""
+
+    hooks: tuple = ()
+
+    def notify(self, op_def, attrs, inputs, result, out=None) -> None:
+        """Tell every hook of one op (or view) just built."""
+        for hook in self.hooks:
+            hook(op_def, attrs, inputs, result, out)
+
+    def push(self, hook) -> None:
+        """Listen with ``hook`` on this thread (until ``pop``)."""
+        self.hooks = self.hooks + (hook,)
+
+    def pop(self, hook) -> None:
+        """Stop listening with ``hook`` on this thread."""
+        hooks = list(self.hooks)
+        hooks.remove(hook)
+        self.hooks = tuple(hooks)
+
+
+SEAM = Seam()
+
+
+def note_write(x: NArray, index, value) -> None:
+    """Tell the seam that ``x[index] = value`` was just built (``value`` an NArray, or a
+    scalar), on ``x`` itself: the write went through a view of it."""
+    if SEAM.hooks:
+        inputs = (x, value) if isinstance(value, NArray) else (x,)
+        SEAM.notify(view_ops.WRITE_REGION, {"index": index}, inputs, x, x)
+
+
+def note_view(view_def, attrs: dict, x: NArray, result: NArray) -> NArray:
+    """``result``, a view of ``x`` made by ``view_def`` with ``attrs``, told to the seam
+    (views build no op, but autograd and jit must see them); returns ``result``."""
+    if SEAM.hooks:
+        SEAM.notify(view_def, attrs, (x,), result)
+    return result
 
 
 def _keep_order(system, op_def, inputs, attrs, spec, views):

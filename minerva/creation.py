@@ -69,7 +69,7 @@ def full(shape, fill_value, dtype=None) -> NArray:
     if isinstance(fill_value, NArray) or np.ndim(fill_value) > 0:
         value = to_narray(fill_value, "full")
         result = empty(shape, value.dtype if dtype is None else dtype)
-        indexing.assign(result, value)
+        indexing.setitem(result, Ellipsis, value)
         return result
     data = host_array(fill_value, "full", dtype)
     return build(_FILL, [], {"shape": shape, "dtype": data.dtype, "value": data[()]})

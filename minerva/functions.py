@@ -11,10 +11,10 @@ import operator
 
 import numpy as np
 
-from minerva.builder import build, to_narray, upload
+from minerva.builder import SEAM, build, note_view, to_narray, upload
 from minerva.common.errors import ShapeError
 from minerva.narray import NArray
-from minerva.ops import registry, views
+from minerva.ops import registry, view_ops, views
 from minerva.ops.elementwise import ARRAY
 from minerva.ops.dtypes import is_scalar
 from minerva.ops.reduction import normalize_axis
@@ -26,11 +26,18 @@ _OPS = registry.get
 
 # ---- views ----------------------------------------------------------------------------
 
-def view_of(x: NArray, view: tuple) -> NArray:
-    """A handle on ``x``'s storage seeing ``view`` (shape, strides, offset in bytes)."""
+def view_of(x: NArray, view: tuple, view_def=None, attrs=None) -> NArray:
+    """A handle on ``x``'s storage seeing ``view`` (shape, strides, offset in bytes), told
+    to the op-building seam as ``view_def`` with ``attrs`` (by default the generic strided
+    view, whose gradient maps elements back through the two views)."""
     storage = x._storage
     spec = ArraySpec(view[0], x.dtype)
-    return NArray(storage, views.normalized(storage.current.spec, view), spec)
+    result = NArray(storage, views.normalized(storage.current.spec, view), spec)
+    if SEAM.hooks:
+        if view_def is None:
+            view_def, attrs = view_ops.STRIDED, {"x_view": explicit_view(x), "view": view}
+        note_view(view_def, attrs, x, result)
+    return result
 
 
 def explicit_view(x: NArray) -> tuple:
@@ -48,7 +55,7 @@ def reshape(a, shape, order="C", *, copy=None) -> NArray:
     shape = resolve_shape("reshape", x._spec, shape)
     view = None if copy else views.reshape(explicit_view(x), x.dtype, shape)
     if view is not None:
-        return view_of(x, view)
+        return view_of(x, view, view_ops.RESHAPE, {"shape": shape})
     if copy is False:
         raise ValueError("reshape: cannot reshape this array without copying (copy=False)")
     return build(_OPS("reshape"), [x], {"shape": shape})
@@ -63,7 +70,12 @@ def transpose(a, axes=None) -> NArray:
     """A view of ``a`` with its axes permuted by ``axes`` (reversed when None)."""
     x = to_narray(a, "transpose")
     axes = _permutation(x, axes)
-    return view_of(x, views.permute(explicit_view(x), axes))
+    return _permuted(x, axes)
+
+
+def _permuted(x: NArray, axes: tuple) -> NArray:
+    return view_of(x, views.permute(explicit_view(x), axes), view_ops.TRANSPOSE,
+                   {"axes": axes})
 
 
 permute_dims = transpose
@@ -88,7 +100,7 @@ def swapaxes(a, axis1: int, axis2: int) -> NArray:
         "swapaxes", axis2, x.ndim)
     order = list(range(x.ndim))
     order[i], order[j] = j, i
-    return view_of(x, views.permute(explicit_view(x), tuple(order)))
+    return _permuted(x, tuple(order))
 
 
 def moveaxis(a, source, destination) -> NArray:
@@ -101,7 +113,7 @@ def moveaxis(a, source, destination) -> NArray:
     order = [n for n in range(x.ndim) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
-    return view_of(x, views.permute(explicit_view(x), tuple(order)))
+    return _permuted(x, tuple(order))
 
 
 def _axis_list(name, axes, ndim) -> list:
@@ -144,7 +156,8 @@ def broadcast_to(a, shape) -> NArray:
     except ValueError:
         raise ShapeError(f"broadcast_to: cannot broadcast an array of shape {x.shape} to "
                          f"{shape}") from None
-    return view_of(x, views.broadcast(explicit_view(x), shape))
+    return view_of(x, views.broadcast(explicit_view(x), shape), view_ops.BROADCAST,
+                   {"shape": shape})
 
 
 def broadcast_arrays(*args) -> tuple:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from minerva.builder import COPY, build, same_buffer, to_narray, upload
+from minerva.builder import COPY, build, note_write, same_buffer, to_narray, upload
 from minerva.common.errors import ShapeError, ShapeIndexError
 from minerva.functions import explicit_view, view_of
 from minerva.narray import NArray
-from minerva.ops import registry, views
+from minerva.ops import registry, view_ops, views
 from minerva.ops.elementwise import ARRAY
-from minerva.ops.indexing import PUT, TAKE, check_index_array, fits
+from minerva.ops.indexing import PUT, SCATTER_ADD, TAKE, check_index_array, fits
 
 FILL = registry.get("fill")
 ASSIGN = registry.get("assign")
@@ -30,7 +30,7 @@ def getitem(x: NArray, key):
     items = key if type(key) is tuple else (key,)
     if views.is_basic(items):
         view = views.index(explicit_view(x), items)
-        result = view_of(x, view)
+        result = view_of(x, view, view_ops.INDEX, {"index": items, "shape": view[0]})
         if views.is_scalar_index(items, x.ndim):
             return build(COPY, [result])
         return result
@@ -42,7 +42,8 @@ def setitem(x: NArray, key, value) -> None:
     """``x[key] = value``: writes into ``x`` in place (value broadcast and cast to it)."""
     items = key if type(key) is tuple else (key,)
     if views.is_basic(items):
-        assign(view_of(x, views.index(explicit_view(x), items)), value)
+        value = assign(view_of(x, views.index(explicit_view(x), items)), value)
+        note_write(x, items, value)
         return
     check_writable(x)
     keep_masks = _is_scalar(value)
@@ -51,26 +52,47 @@ def setitem(x: NArray, key, value) -> None:
     if _is_scalar(value):
         build(PUT, arrays, dict(attrs, value=_converted(x.dtype, value)), out=x)
     else:
-        build(PUT, [to_narray(value, "setitem")] + arrays, dict(attrs, value=ARRAY), out=x)
+        value = to_narray(value, "setitem")
+        build(PUT, [value] + arrays, dict(attrs, value=ARRAY), out=x)
+    note_write(x, _index_of(layout, arrays), value)
 
 
-def assign(target: NArray, value) -> None:
+def assign(target: NArray, value):
     """Write ``value`` (a scalar or an array broadcast to ``target``'s shape) into the
-    elements ``target`` sees."""
+    elements ``target`` sees; the value written (an NArray, or the converted scalar)."""
     check_writable(target)
     if _is_scalar(value) or isinstance(value, (str, bytes)):
-        build(FILL, [], {"shape": target.shape, "dtype": target.dtype,
-                         "value": _converted(target.dtype, value)}, out=target)
-        return
+        value = _converted(target.dtype, value)
+        build(FILL, [], {"shape": target.shape, "dtype": target.dtype, "value": value},
+              out=target)
+        return value
     value = to_narray(value, "setitem")
     if same_buffer(value, target):
-        return
+        return value
     if not fits(value.shape, target.shape):
         raise ShapeError(f"could not broadcast input array from shape {value.shape} into "
                          f"shape {target.shape}")
     if value.ndim > target.ndim:
         value = value.reshape(value.shape[value.ndim - target.ndim:])
     build(ASSIGN, [value], {"dtype": target.dtype}, out=target)
+    return value
+
+
+def add_at(a: NArray, indices, b) -> None:
+    """``numpy.add.at``: add ``b`` into ``a`` at ``indices`` in place, unbuffered (an index
+    that repeats adds each time)."""
+    items = indices if type(indices) is tuple else (indices,)
+    check_writable(a)
+    layout, arrays = _advanced(a, items, for_write=True)
+    values = to_narray(b, "add.at", a.dtype)
+    build(SCATTER_ADD, [values] + arrays, {"layout": layout, "shape": a.shape,
+                                           "dtype": a.dtype}, out=a)
+
+
+def _index_of(layout: tuple, arrays: list) -> tuple:
+    """The index a layout and its arrays stand for (arrays as NArrays)."""
+    slots = iter(arrays)
+    return tuple(next(slots) if item is ARRAY else item for item in layout)
 
 
 def check_writable(target: NArray) -> None:

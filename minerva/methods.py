@@ -6,7 +6,8 @@ cycles. In-place operators (``+=`` …) write into the array, as NumPy's do.
 """
 from __future__ import annotations
 
-from minerva import functions, indexing, interop, linalg, manipulation, statistics, ufuncs
+from minerva import (autograd, functions, indexing, interop, linalg, manipulation,
+                     statistics, ufuncs)
 from minerva.builder import build, to_device, to_narray, upload
 from minerva.narray import NArray
 from minerva.ops import registry
@@ -111,7 +112,7 @@ def _deepcopy(self, memo):
 
 def _fill(self, value):
     """Set every element to ``value`` (in place)."""
-    indexing.assign(self, value)
+    indexing.setitem(self, Ellipsis, value)
 
 
 def _to(self, device):
@@ -159,7 +160,7 @@ _METHODS = {
 
 def _install_methods() -> None:
     tables = (_METHODS, manipulation.METHODS, statistics.METHODS, linalg.METHODS,
-              interop.METHODS)
+              interop.METHODS, autograd.METHODS)
     for table in tables:
         for name, method in table.items():
             setattr(NArray, name, method)
@@ -167,3 +168,4 @@ def _install_methods() -> None:
 
 _install_operators()
 _install_methods()
+ufuncs.FUNCTIONS["add"].at = indexing.add_at

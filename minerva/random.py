@@ -21,8 +21,8 @@ from minerva.builder import host_array, upload
 from minerva.indexing import getitem, setitem
 from minerva.narray import NArray
 
-_DRAWS = ("rand", "randn", "randint", "random", "random_sample", "ranf", "sample",
-          "uniform", "normal", "standard_normal", "exponential", "standard_exponential",
+_DRAWS = ("rand", "randn", "randint", "random", "random_sample", "uniform", "normal",
+          "standard_normal", "exponential", "standard_exponential",
           "binomial", "poisson", "beta", "gamma", "standard_gamma", "lognormal",
           "laplace", "logistic", "geometric", "multinomial", "multivariate_normal",
           "dirichlet", "chisquare", "standard_t", "triangular", "weibull", "pareto",
@@ -187,3 +187,4 @@ def _global(name):
 
 for _name in _DRAWS + ("choice", "permutation", "shuffle", "bytes"):
     globals()[_name] = _global(_name)
+ranf = sample = globals()["random_sample"]  # NumPy's module-level aliases

@@ -19,7 +19,15 @@ from minerva.ops import (  # noqa: F401  (registration side effects)
     shape,
     sorting,
     statistics,
+    view_ops,
     views,
+)
+
+from minerva.ops import (  # noqa: F401,E402  (gradient rules, beside the ops they serve)
+    elementwise_grad,
+    linalg_grad,
+    nn_grad,
+    shape_grad,
 )
 
 registry.allow_inline(registry.names())

@@ -139,5 +139,16 @@ def _put_impl(xp, *arrays, out, layout, value, shape, dtype):
     out[tuple(mixed_args(layout, arrays))] = value
 
 
+def _scatter_add_infer(*specs, layout, shape, dtype):
+    _check_fits(specs[0].shape, advanced_shape(shape, tuple(mixed_args(layout, specs[1:]))))
+    return (ArraySpec(shape, dtype),)
+
+
+def _scatter_add_impl(xp, values, *indices, out, layout, shape, dtype):
+    xp.add.at(out, tuple(mixed_args(layout, indices)), values)
+
+
 TAKE = register("take_index", _take_infer, _take_impl)
+SCATTER_ADD = register("scatter_add", _scatter_add_infer, _scatter_add_impl)
+"""``add.at(x, index, values)`` into ``out=x``: unbuffered, every repeated index adds."""
 PUT = register("put_index", _put_infer, _put_impl)

@@ -1,7 +1,14 @@
-"""Matrix products: ``matmul`` for 1-D, 2-D and batched operands, by NumPy's rules, with
+"""Products: ``matmul`` for 1-D, 2-D and batched operands, by NumPy's rules, with
 optional transposition of either operand's last two axes inside the kernel (BLAS reads the
-transposed operand in place: no copy is made, unlike ``a.T @ b``)."""
+transposed operand in place: no copy is made, unlike ``a.T @ b``); ``tensordot``,
+``vdot``, ``inner``, ``outer``, ``kron``, ``cross`` and ``vecdot``.
+
+The faces normalize axes (non-negative ints); the shape rules here trust them. Result
+dtypes are NumPy's, found by calling NumPy's function on tiny arrays.
+"""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -45,6 +52,8 @@ def _matmul_impl(xp, a, b, *, out, transpose_a=False, transpose_b=False):
 register("matmul", _matmul_infer, _matmul_impl)
 
 
+# ---- tensordot, vdot, inner, outer, kron ---------------------------------------------------
+
 def _tensordot_infer(a: ArraySpec, b: ArraySpec, *, axes):
     axes_a, axes_b = axes
     if len(axes_a) != len(axes_b) or any(a.shape[i] != b.shape[j]
@@ -60,3 +69,140 @@ def _tensordot_impl(xp, a, b, *, out, axes):
 
 
 register("tensordot", _tensordot_infer, _tensordot_impl)
+
+
+def _vdot_infer(a: ArraySpec, b: ArraySpec):
+    if math.prod(a.shape) != math.prod(b.shape):
+        raise shape_error("vdot", "vectors have different lengths", a, b)
+    return (ArraySpec((), dtypes.result_dtype("vdot", np.vdot, a, b)),)
+
+
+def _vdot_impl(xp, a, b, *, out):
+    out[...] = xp.vdot(a, b)
+
+
+register("vdot", _vdot_infer, _vdot_impl)
+
+
+def _inner_infer(a: ArraySpec, b: ArraySpec):
+    dtype = dtypes.result_dtype("inner", np.inner, a, b)
+    if not a.shape or not b.shape:
+        return (ArraySpec(a.shape or b.shape, dtype),)
+    if a.shape[-1] != b.shape[-1]:
+        raise shape_error("inner", f"shapes {a.shape} and {b.shape} not aligned: "
+                          f"{a.shape[-1]} (dim {len(a.shape) - 1}) != {b.shape[-1]} "
+                          f"(dim {len(b.shape) - 1})")
+    return (ArraySpec(a.shape[:-1] + b.shape[:-1], dtype),)
+
+
+def _inner_impl(xp, a, b, *, out):
+    out[...] = xp.inner(a, b)
+
+
+register("inner", _inner_infer, _inner_impl)
+
+
+def _outer_infer(a: ArraySpec, b: ArraySpec):
+    shape = (math.prod(a.shape), math.prod(b.shape))
+    return (ArraySpec(shape, dtypes.result_dtype("outer", np.outer, a, b)),)
+
+
+def _outer_impl(xp, a, b, *, out):
+    xp.multiply(a.reshape(-1, 1), b.reshape(1, -1), out=out)
+
+
+register("outer", _outer_infer, _outer_impl)
+
+
+def _kron_infer(a: ArraySpec, b: ArraySpec):
+    ndim = max(len(a.shape), len(b.shape))
+    a_shape = (1,) * (ndim - len(a.shape)) + a.shape
+    b_shape = (1,) * (ndim - len(b.shape)) + b.shape
+    shape = tuple(m * n for m, n in zip(a_shape, b_shape))
+    return (ArraySpec(shape, dtypes.result_dtype("kron", np.kron, a, b)),)
+
+
+def _kron_impl(xp, a, b, *, out):
+    out[...] = xp.kron(a, b)
+
+
+register("kron", _kron_infer, _kron_impl)
+
+
+# ---- cross ------------------------------------------------------------------------------
+
+def _cross_dtype(a: ArraySpec, b: ArraySpec):
+    def probe(x, y):
+        return np.cross(np.resize(x, 3), np.resize(y, 3))
+    return dtypes.result_dtype("cross", probe, a, b)
+
+
+def _cross_infer(a: ArraySpec, b: ArraySpec, *, axisa, axisb, axisc):
+    n_a, n_b = a.shape[axisa], b.shape[axisb]
+    if n_a not in (2, 3) or n_b not in (2, 3):
+        raise shape_error("cross", "incompatible dimensions for cross product (dimension "
+                          "must be 2 or 3)", a, b)
+    rest_a = ArraySpec(a.shape[:axisa] + a.shape[axisa + 1:], a.dtype)
+    rest_b = ArraySpec(b.shape[:axisb] + b.shape[axisb + 1:], b.dtype)
+    shape = broadcast_shape("cross", rest_a, rest_b)
+    if 3 in (n_a, n_b):
+        shape = shape[:axisc] + (3,) + shape[axisc:]
+    return (ArraySpec(shape, _cross_dtype(a, b)),)
+
+
+def _cross_impl(xp, a, b, *, out, axisa, axisb, axisc):
+    """NumPy's ``cross``, element by element: the same products and differences."""
+    a = xp.moveaxis(a, axisa, -1).astype(out.dtype, copy=False)
+    b = xp.moveaxis(b, axisb, -1).astype(out.dtype, copy=False)
+    if a.shape[-1] == 2 and b.shape[-1] == 2:
+        out[...] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+        return
+    cp = xp.moveaxis(out, axisc, -1)
+    a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
+    if a.shape[-1] == 2:
+        b2 = b[..., 2]
+        cp[..., 0] = a1 * b2
+        cp[..., 1] = -(a0 * b2)
+    elif b.shape[-1] == 2:
+        a2 = a[..., 2]
+        cp[..., 0] = -(a2 * b1)
+        cp[..., 1] = a2 * b0
+    else:
+        a2, b2 = a[..., 2], b[..., 2]
+        cp[..., 0] = a1 * b2 - a2 * b1
+        cp[..., 1] = a2 * b0 - a0 * b2
+    cp[..., 2] = a0 * b1 - a1 * b0
+
+
+register("cross", _cross_infer, _cross_impl)
+
+
+# ---- vecdot ---------------------------------------------------------------------------
+
+def _vecdot_infer(a: ArraySpec, b: ArraySpec, *, axis_a, axis_b):
+    if a.shape[axis_a] != b.shape[axis_b]:
+        raise shape_error("vecdot", f"mismatch in the core dimension ({a.shape[axis_a]} "
+                          f"vs {b.shape[axis_b]})", a, b)
+    rest_a = ArraySpec(a.shape[:axis_a] + a.shape[axis_a + 1:], a.dtype)
+    rest_b = ArraySpec(b.shape[:axis_b] + b.shape[axis_b + 1:], b.dtype)
+    shape = broadcast_shape("vecdot", rest_a, rest_b)
+    return (ArraySpec(shape, dtypes.result_dtype("vecdot", _vecdot_probe, a, b)),)
+
+
+def _vecdot_probe(a, b):
+    return np.vecdot(a, b) if hasattr(np, "vecdot") else np.sum(np.conj(a) * b)
+
+
+def _vecdot_impl(xp, a, b, *, out, axis_a, axis_b):
+    a = xp.moveaxis(a, axis_a, -1)
+    b = xp.moveaxis(b, axis_b, -1)
+    vecdot = getattr(xp, "vecdot", None)
+    if vecdot is not None:
+        vecdot(a, b, out=out)
+        return
+    if a.dtype.kind == "c":
+        a = a.conj()
+    out[...] = xp.matmul(a[..., None, :], b[..., :, None])[..., 0, 0]
+
+
+register("vecdot", _vecdot_infer, _vecdot_impl)

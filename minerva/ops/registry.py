@@ -79,6 +79,40 @@ def register(name: str, infer: Callable, impl: Callable, n_outputs: int = 1,
     return op
 
 
+class VJP:
+    """An op's gradient rule: ``rule(ns, ctx, grads) -> input grads``.
+
+    ``ns`` is the public array namespace (injected, as ``xp`` is into kernels: the ops
+    layer imports nothing above it); ``ctx`` holds ``attrs``, ``in_specs``, ``out_specs``
+    and the saved ``inputs``/``outputs`` (NArrays; only those listed in ``save_inputs`` and
+    ``save_outputs`` are kept, the others are None); ``grads`` has one gradient per output
+    (None where none flowed). The rule returns one gradient (or None) per input."""
+
+    __slots__ = ("rule", "save_inputs", "save_outputs")
+
+    def __init__(self, rule: Callable, save_inputs=(), save_outputs=()):
+        self.rule = rule
+        self.save_inputs = tuple(save_inputs)
+        self.save_outputs = tuple(save_outputs)
+
+
+def defvjp(name: str, rule: Callable, save_inputs=(), save_outputs=()) -> None:
+    """Give op ``name`` its gradient rule (see :class:`VJP`); ``save_inputs`` and
+    ``save_outputs`` are the indices of the values the rule reads."""
+    _REGISTRY[name].vjp = VJP(rule, save_inputs, save_outputs)
+
+
+NO_GRADIENT = VJP(None)
+"""The rule of ops that have no gradient (comparisons, argmax): asking a gradient through
+one is an error that names it."""
+
+
+def nondifferentiable(*op_names) -> None:
+    """Mark ops as having no gradient."""
+    for name in op_names:
+        _REGISTRY[name].vjp = NO_GRADIENT
+
+
 def allow_inline(op_names) -> None:
     """Let the ops named run on the thread that finds them ready when they are tiny
     (``OpDef.tiny_inline``): done for minerva's own op families once they are registered."""

@@ -1,0 +1,116 @@
+"""Views as ops for the recorders: a view builds no op (it is a handle on the same
+storage), but autograd and jit must see it. These definitions name each kind of view, with
+its shape rule and its gradient rule; ``impl`` is never called.
+
+``view_strided`` covers any other view (flip, diagonal, ...): its gradient scatters the
+output gradient back through an index map of the two views, computed on the host.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minerva.ops.grad_util import unbroadcast
+from minerva.ops.registry import ArraySpec, defvjp, register
+
+
+def _never(*_args, **_attrs):
+    raise RuntimeError("internal: a view definition is not an op to run")
+
+
+def _transpose_infer(x, *, axes):
+    return (ArraySpec(tuple(x.shape[a] for a in axes), x.dtype),)
+
+
+def _reshape_infer(x, *, shape):
+    return (ArraySpec(tuple(shape), x.dtype),)
+
+
+def _index_infer(x, *, index, shape):
+    return (ArraySpec(tuple(shape), x.dtype),)
+
+
+def _strided_infer(x, *, x_view, view):
+    return (ArraySpec(tuple(view[0]), x.dtype),)
+
+
+TRANSPOSE = register("view_transpose", _transpose_infer, _never)
+RESHAPE = register("view_reshape", _reshape_infer, _never)
+INDEX = register("view_index", _index_infer, _never)
+BROADCAST = register("view_broadcast", _reshape_infer, _never)
+STRIDED = register("view_strided", _strided_infer, _never)
+WRITE_REGION = register("write_region", lambda x, *value, index: (x,), _never)
+"""``x[index] = value`` as the recorders see it: the elements of ``x`` at ``index`` now
+come from ``value`` (told on ``x`` itself, whatever view the write went through; the
+write's own op is told too)."""
+
+
+def _transpose_vjp(ns, ctx, grads):
+    return [ns.transpose(grads[0], tuple(np.argsort(ctx.attrs["axes"])))]
+
+
+def _reshape_vjp(ns, ctx, grads):
+    return [ns.reshape(grads[0], ctx.in_specs[0].shape)]
+
+
+def _index_vjp(ns, ctx, grads):
+    spec = ctx.in_specs[0]
+    result = ns.zeros(spec.shape, dtype=grads[0].dtype)
+    result[ctx.attrs["index"]] = grads[0]
+    return [result]
+
+
+def _broadcast_vjp(ns, ctx, grads):
+    return [unbroadcast(ns, grads[0], ctx.in_specs[0].shape)]
+
+
+def _strided_vjp(ns, ctx, grads):
+    """Put the gradient back through the flat index of each output element in ``x``
+    (summed on the host where several output elements share one element of ``x``)."""
+    spec, g = ctx.in_specs[0], grads[0]
+    where = _flat_positions(ctx.attrs["x_view"], ctx.attrs["view"], spec.dtype.itemsize)
+    size = int(np.prod(spec.shape))
+    if np.unique(where).size == where.size:
+        flat = ns.zeros((size,), dtype=g.dtype)
+        flat[where] = ns.ravel(g)
+    else:
+        host = np.zeros(size, dtype=g.dtype)
+        np.add.at(host, where, g.to_numpy().ravel())
+        flat = ns.asarray(host)
+    return [ns.reshape(flat, spec.shape)]
+
+
+def _flat_positions(x_view, view, itemsize: int) -> np.ndarray:
+    """For each element of ``view`` (row-major), the flat index of the same memory element
+    in ``x_view``; both are ``(shape, strides, offset)`` over one buffer."""
+    x_offsets = _offsets(x_view, itemsize).ravel()
+    order = np.argsort(x_offsets, kind="stable")
+    at = np.searchsorted(x_offsets[order], _offsets(view, itemsize).ravel())
+    return order[at].astype(np.intp)
+
+
+def _offsets(view, itemsize: int) -> np.ndarray:
+    shape, strides, offset = view
+    grids = np.indices(shape, sparse=True) if shape else ()
+    total = np.full(shape, offset, dtype=np.int64)
+    for grid, stride in zip(grids, strides):
+        total = total + grid * stride
+    return total // itemsize
+
+
+def _write_region_vjp(ns, ctx, grads):
+    """The old ``x`` gets the gradient outside ``index``; ``value`` the part inside it,
+    summed over the axes it was broadcast along."""
+    g, index = grads[0], ctx.attrs["index"]
+    kept = ns.copy(g)
+    kept[index] = 0
+    if len(ctx.in_specs) == 1:
+        return [kept]
+    return [kept, unbroadcast(ns, ns.copy(g[index]), ctx.in_specs[1].shape)]
+
+
+defvjp("write_region", _write_region_vjp)
+defvjp("view_transpose", _transpose_vjp)
+defvjp("view_reshape", _reshape_vjp)
+defvjp("view_index", _index_vjp)
+defvjp("view_broadcast", _broadcast_vjp)
+defvjp("view_strided", _strided_vjp)
