@@ -7,6 +7,7 @@ API.md and doc/ for the contract.
 import sys as _sys
 
 from minerva import autograd, methods, nn, random, trace  # noqa: F401  (methods: operators)
+from minerva.jit import JitError, jit  # noqa: F401
 from minerva.common.errors import (  # noqa: F401
     CancelledError, DeviceError, DTypeError, MinervaError, OpError, OutOfMemoryError,
     ShapeError, WaitTimeoutError)
@@ -32,11 +33,11 @@ from minerva.ufuncs import FUNCTIONS as _UFUNCS  # noqa: F401
 ndarray = NArray
 __version__ = "0.2.0"
 autograd.install(_sys.modules[__name__])
-# --- TEMPORARY (interop engineer's local test hook; the lead applies the final lines) ---
 from minerva import interop as _interop, missing as _missing  # noqa: E402
 from minerva.dtypes import *  # noqa: F401,F403,E402
 _interop.install(globals())
 
 
 def __getattr__(name):
+    """NumPy names minerva lacks: a clear AttributeError (minerva.missing)."""
     raise _missing.missing_attribute(name)

@@ -167,7 +167,7 @@ def arange(start, stop=None, step=1, dtype=None) -> NArray:
         start, stop = 0, start
     if step == 0:
         raise ShapeError("arange: step must not be zero (Maximum allowed size exceeded)")
-    dtype = check_dtype(dtype, np.arange(start, start + step, step).dtype)
+    dtype = check_dtype(dtype, np.array([start, stop, step]).dtype)
     return build(_ARANGE, [], {"start": start, "stop": stop, "step": step, "dtype": dtype})
 
 

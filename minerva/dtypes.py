@@ -150,6 +150,14 @@ def __array_namespace_info__() -> ArrayNamespaceInfo:
     return ArrayNamespaceInfo()
 
 
+def __getattr__(name):
+    """``numpy.dtypes``' DType classes (``mv.dtypes.Float64DType``): a NumPy program finds
+    its ``numpy.dtypes`` module here."""
+    if name.startswith("_") or not hasattr(np.dtypes, name):
+        raise AttributeError(f"module 'minerva.dtypes' has no attribute '{name}'", name=name)
+    return getattr(np.dtypes, name)
+
+
 _WRAPPED = ("finfo", "iinfo", "can_cast", "result_type", "min_scalar_type", "common_type",
             "iscomplexobj", "isrealobj")
 

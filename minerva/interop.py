@@ -13,7 +13,8 @@ waits for ``x`` and copies its values through ``__array__``.
 Ufunc methods: ``__call__``; ``reduce`` for add, multiply, maximum, minimum, logical_and
 and logical_or (as ``sum``, ``prod``, ``max``, ``min``, ``all``, ``any``, with NumPy's
 default ``axis=0``); ``accumulate`` for add and multiply (``cumsum``, ``cumprod``);
-``outer`` (by broadcasting). Other methods return NotImplemented. ``out=`` takes NArrays
+``outer`` (by broadcasting); other methods where minerva's function has them as attributes
+(``mv.add.at``), else NotImplemented. ``out=`` takes NArrays
 (written in place) or NumPy arrays (the result is computed, then copied into them).
 
 **DLPack** (``__dlpack__``, ``__dlpack_device__``) exports a *copy* of the array's current
@@ -33,7 +34,7 @@ from minerva import indexing
 from minerva.builder import COPY, build, to_narray, upload
 from minerva.functions import reshape
 from minerva.narray import NArray
-from minerva.runtime import device as device_scope
+from minerva.runtime import current_device, device as device_scope
 
 API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 """Array API standard versions ``__array_namespace__`` accepts."""
@@ -133,7 +134,10 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
             o is None or isinstance(o, (NArray, np.ndarray)) for o in outs):
         return NotImplemented
     handler = _UFUNC_METHODS.get(method)
-    return NotImplemented if handler is None else handler(ufunc, inputs, kwargs)
+    if handler is not None:
+        return handler(ufunc, inputs, kwargs)
+    own = getattr(lookup("numpy", ufunc.__name__), method, None)  # mv.add.at …
+    return NotImplemented if own is None else own(*inputs, **kwargs)
 
 
 def _single(out):
@@ -226,15 +230,26 @@ def _exported(x: NArray, dl_device):
 
 def from_dlpack(x, /, *, device=None, copy=None) -> NArray:
     """A copy of DLPack producer ``x`` (an NArray, a NumPy, CuPy or PyTorch array …) on the
-    current device, or on ``device`` (a minerva device id) when given."""
+    current device, or on ``device`` (a minerva device id) when given. ``copy=False``
+    returns an NArray ``x`` itself (it must live on that device); other producers cannot
+    be shared, so it raises ValueError for them."""
     if device is not None:
         with device_scope(device):
             return from_dlpack(x, copy=copy)
+    if copy is False:
+        return _shared(x)
     if isinstance(x, NArray):
         return build(COPY, [x])
     if x.__dlpack_device__()[0] == _KDL_CPU:
         return upload(np.from_dlpack(x))
     return upload(np.from_dlpack(x, device="cpu", copy=True))
+
+
+def _shared(x) -> NArray:
+    if isinstance(x, NArray) and x.device == current_device():
+        return x
+    raise ValueError("from_dlpack(copy=False): minerva can share only an NArray of the "
+                     "current device; this needs a copy (use copy=None or copy=True)")
 
 
 METHODS: dict = {

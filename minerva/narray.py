@@ -13,11 +13,28 @@ methods are installed on the class by ``minerva.methods``, which builds ops thro
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from minerva.common.errors import MinervaError
 from minerva.dag.nodes import STATE_NAMES
 from minerva.ops import views as _views
+
+
+class HostGuard(threading.local):
+    """Per thread: what forbids reading values on the host now, if anything (a jit
+    recording sets ``refuse`` to a function making the error to raise)."""
+
+    refuse = None
+
+    def check(self, what: str) -> None:
+        """Raise the refusal's error for ``what`` (a host read), if reads are refused."""
+        if self.refuse is not None:
+            raise self.refuse(what)
+
+
+HOST_READS = HostGuard()
 
 
 class NArray:
@@ -95,6 +112,7 @@ class NArray:
     def wait(self, timeout: float | None = None) -> "NArray":
         """Block until computed; raise the op's stored error. Returns self."""
         check_timeout(timeout)
+        HOST_READS.check("wait()")
         data = self._storage.current
         _engine_of(self).wait(data, timeout)
         return self
@@ -102,6 +120,7 @@ class NArray:
     def to_numpy(self, timeout: float | None = None) -> np.ndarray:
         """A NumPy copy of the values, once computed (raises the op's stored error)."""
         check_timeout(timeout)
+        HOST_READS.check("reading values on the host")
         data = self._storage.current
         engine = _engine_of(self)
         engine.wait(data, timeout)
@@ -189,4 +208,4 @@ def check_engine(x: NArray, engine) -> None:
         raise MinervaError("this NArray belongs to another minerva runtime")
 
 
-__all__ = ["NArray", "check_engine", "check_timeout"]
+__all__ = ["NArray", "HOST_READS", "check_engine", "check_timeout"]

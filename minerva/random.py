@@ -19,7 +19,8 @@ import numpy as np
 from minerva import seeding
 from minerva.builder import host_array, upload
 from minerva.indexing import getitem, setitem
-from minerva.narray import NArray
+from minerva.missing import missing_attribute
+from minerva.narray import HOST_READS, NArray
 
 _DRAWS = ("rand", "randn", "randint", "random", "random_sample", "uniform", "normal",
           "standard_normal", "exponential", "standard_exponential",
@@ -41,6 +42,7 @@ _GENERATOR_DRAWS = ("random", "standard_normal", "normal", "integers", "uniform"
 def _as_result(values):
     """A draw as NumPy returns it: a scalar stays a Python/NumPy scalar; arrays are
     uploaded to the current device."""
+    HOST_READS.check("a draw of mv.random (NumPy's generators, on the host)")
     if isinstance(values, np.ndarray):
         return upload(values)
     return values
@@ -188,3 +190,8 @@ def _global(name):
 for _name in _DRAWS + ("choice", "permutation", "shuffle", "bytes"):
     globals()[_name] = _global(_name)
 ranf = sample = globals()["random_sample"]  # NumPy's module-level aliases
+
+
+def __getattr__(name):
+    """NumPy's random names minerva lacks: a clear AttributeError."""
+    raise missing_attribute(name, "random")

@@ -28,6 +28,12 @@ class DTypeError(ShapeError, TypeError):
     integer array); also a TypeError, as NumPy's UFuncTypeError."""
 
 
+class JitError(MinervaError):
+    """A jitted function cannot be recorded or replayed as asked: a host read while
+    recording (``float(x)``, ``to_numpy()``, ``if x:``), a NumPy-generator draw inside it,
+    or, with ``check=True``, a replay that differs from the eager run."""
+
+
 class CancelledError(MinervaError):
     """An op never ran: ``mv.shutdown`` cancelled it (raised as the cause of its OpError)."""
 

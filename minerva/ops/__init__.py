@@ -7,6 +7,7 @@ from minerva.ops import (  # noqa: F401  (registration side effects)
     creation,
     elementwise,
     indexing,
+    jit_op,
     linalg,
     linalg_extra,
     manipulation,

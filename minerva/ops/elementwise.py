@@ -3,6 +3,8 @@ plus ``where``, ``clip``, ``sigmoid`` and ``relu``. Broadcasting and result dtyp
 NumPy (NEP 50: a Python scalar takes the array's dtype)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from minerva.ops import dtypes
@@ -154,15 +156,30 @@ def _clip_impl(xp, *arrays, out, layout):
     xp.clip(x, low, high, out=out)
 
 
+def _bind_ufunc(name):
+    def bind(xp, arrays, out, **attrs):
+        return functools.partial(getattr(xp, name), *arrays, out=out)
+    return bind
+
+
+def _bind_scalar(name):
+    def bind(xp, arrays, out, *, scalar, reverse):
+        operands = (scalar, arrays[0]) if reverse else (arrays[0], scalar)
+        return functools.partial(getattr(xp, name), *operands, out=out)
+    return bind
+
+
 def _register_all() -> None:
     for name in BINARY:
         ufunc = getattr(np, name)
-        register(name, _binary_infer(name, ufunc), _binary_impl(name), elementwise=True)
+        register(name, _binary_infer(name, ufunc), _binary_impl(name),
+                 elementwise=True).bind = _bind_ufunc(name)
         register(name + "_scalar", _scalar_infer(name, ufunc), _scalar_impl(name),
-                 elementwise=True)
+                 elementwise=True).bind = _bind_scalar(name)
     for name in UNARY:
         ufunc = getattr(np, name)
-        register(name, _unary_infer(name, ufunc), _unary_impl(name), elementwise=True)
+        register(name, _unary_infer(name, ufunc), _unary_impl(name),
+                 elementwise=True).bind = _bind_ufunc(name)
     register("sigmoid", _unary_infer("sigmoid", _sigmoid_reference), _sigmoid_impl,
              elementwise=True)
     register("relu", _relu_infer, _relu_impl, elementwise=True)

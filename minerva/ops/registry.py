@@ -46,10 +46,12 @@ class OpDef:
     view, and into an ``out=`` their inputs broadcast to. ``vjp`` is the op's gradient rule
     (None: not differentiable). ``tiny_inline``: when it touches few bytes, the op may run
     on the thread that finds it ready (minerva's own ops; an op registered from outside,
-    which might block, always runs on its device's thread)."""
+    which might block, always runs on its device's thread). ``bind(xp, arrays, out,
+    **attrs)``, when set, returns a callable of no arguments that runs the kernel on those
+    arrays (a jit replay calls it again and again: one C call for a ufunc)."""
 
     __slots__ = ("name", "infer", "impl", "n_outputs", "priority", "elementwise", "vjp",
-                 "tiny_inline")
+                 "tiny_inline", "bind")
 
     def __init__(self, name: str, infer: Callable, impl: Callable, n_outputs: int = 1,
                  priority: int = 0, elementwise: bool = False):
@@ -61,6 +63,7 @@ class OpDef:
         self.elementwise = elementwise
         self.vjp = None
         self.tiny_inline = False
+        self.bind = None
 
     def __repr__(self) -> str:
         return f"OpDef({self.name!r})"

@@ -485,6 +485,9 @@ def _tiny(storages, spec, limit: int) -> bool:
 
 
 def op_failure(op, exc: BaseException) -> OpError:
-    """Wrap an exception raised while running ``op`` into the OpError to store."""
+    """Wrap an exception raised while running ``op`` into the OpError to store (naming the
+    user's line of an inner op when the kernel says which: a jit replay)."""
+    inner = getattr(exc, "minerva_created_at", None)
+    where = op.where if inner is None else format_callsite(inner)
     return OpError.from_failure(exc, op=op.op_def.name, node_id=op.node_id,
-                                device=op.device_id, created_at=op.where)
+                                device=op.device_id, created_at=where)

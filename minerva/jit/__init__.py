@@ -1,0 +1,27 @@
+"""``mv.jit``: record a function once, replay it at near-NumPy speed with a static memory
+plan (MXNet Gluon's ``hybridize``, for plain functions).
+
+    @mv.jit
+    def step(x, y):
+        ...                    # ops, in-place updates, autograd: anything minerva builds
+    step(x, y)                 # first call per signature records, later calls replay
+    step.stats()
+
+See doc/jit.md.
+"""
+from __future__ import annotations
+
+from minerva.common.errors import JitError
+from minerva.jit.function import JitFunction
+
+
+def jit(fn=None, *, check: bool = False):
+    """``fn`` made jitted (also usable as ``@jit`` or ``@jit(check=True)``). With
+    ``check=True`` every replay also runs ``fn`` eagerly from the same state and raises
+    JitError unless both give bitwise equal results and writes."""
+    if fn is None:
+        return lambda f: JitFunction(f, check)
+    return JitFunction(fn, check)
+
+
+__all__ = ["jit", "JitError", "JitFunction"]

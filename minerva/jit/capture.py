@@ -1,0 +1,94 @@
+"""Capturing what a function does: a hook at the op-building seam that notes each op
+built while the function runs (its definition, attributes, the values it reads and writes
+with their views, its device and the user's line).
+
+Values are storages, told apart by where they come from: an **argument** of the function,
+a **capture** (an array the function reads or writes that it did not make: a closure, a
+global, a model's weights — held by identity), or a **tmp** (made by an op of the capture).
+Views are kept per use: an op reads ``(value, view)``.
+"""
+from __future__ import annotations
+
+from minerva.common.callsite import user_callsite
+from minerva.ops.view_ops import PSEUDO_OPS
+
+ARG, CAPTURE, TMP = "arg", "capture", "tmp"
+
+
+class Value:
+    """One storage seen by the capture."""
+
+    __slots__ = ("vid", "kind", "index", "storage", "spec", "device")
+
+    def __init__(self, vid: int, kind: str, index, storage):
+        self.vid = vid
+        self.kind = kind
+        self.index = index
+        self.storage = storage
+        version = storage.current
+        self.spec = version.spec
+        self.device = version.device_id
+
+
+class Step:
+    """One captured op: ``ins`` and ``outs`` are ``(vid, view)`` pairs; ``write`` tells
+    whether the outputs are written into existing values (``out=``, in place)."""
+
+    __slots__ = ("op_def", "attrs", "ins", "outs", "write", "device", "created_at")
+
+    def __init__(self, op_def, attrs, ins, outs, write, device, created_at):
+        self.op_def = op_def
+        self.attrs = attrs
+        self.ins = ins
+        self.outs = outs
+        self.write = write
+        self.device = device
+        self.created_at = created_at
+
+
+class Capture:
+    """The seam hook of one recording: ``steps`` in issue order and ``values`` by id.
+
+    ``_by_storage`` maps ``id(storage)`` to its Value; the Values hold their storages, so
+    an id cannot be reused by another storage while the capture runs."""
+
+    def __init__(self, args: list):
+        self.values: list[Value] = []
+        self.steps: list[Step] = []
+        self.seeds: list = []
+        self._by_storage: dict = {}
+        for i, x in enumerate(args):
+            if x is not None:
+                self._value(x._storage, ARG, i)
+
+    def __call__(self, op_def, attrs, inputs, result, out) -> None:
+        if op_def.name in PSEUDO_OPS:
+            return
+        ins = [(self._known(x._storage).vid, x._view) for x in inputs]
+        if out is not None:
+            targets = out if isinstance(out, tuple) else (out,)
+            outs = [(self._known(t._storage).vid, t._view) for t in targets]
+        else:
+            results = result if isinstance(result, tuple) else (result,)
+            outs = [(self._value(y._storage, TMP, None).vid, y._view) for y in results]
+        device = self.values[outs[0][0]].device
+        self.steps.append(Step(op_def, attrs, ins, outs, out is not None, device,
+                               user_callsite()))
+        if "seed" in attrs and attrs["seed"] not in self.seeds:
+            self.seeds.append(attrs["seed"])
+
+    def _known(self, storage) -> Value:
+        value = self._by_storage.get(id(storage))
+        return value if value is not None else self._value(storage, CAPTURE, None)
+
+    def _value(self, storage, kind: str, index) -> Value:
+        value = self._by_storage.get(id(storage))
+        if value is None:
+            value = Value(len(self.values), kind, index, storage)
+            self.values.append(value)
+            self._by_storage[id(storage)] = value
+        return value
+
+    def ref(self, x) -> tuple:
+        """``(vid, view)`` of a handle the function returns (a capture if unseen)."""
+        return (self._known(x._storage).vid, x._view)

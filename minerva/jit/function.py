@@ -1,0 +1,243 @@
+"""``mv.jit(fn)``: record a function once per signature, then replay its plan.
+
+A call's **signature** is the shape, dtype, device and view of each NArray argument (and
+which arguments are the same array), plus the values of the other arguments (hashable).
+The first call of a signature runs ``fn`` eagerly while the op-building seam captures it
+(reading values on the host is refused meanwhile: a replay cannot repeat host control
+flow), and plans it (``plan.segments_of``). Later calls replay the plan: one op per
+segment, asynchronous like any op, reading the current values of arguments and captured
+arrays and writing into them.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from minerva import seeding
+from minerva.builder import SEAM, build
+from minerva.common.callsite import format_callsite, user_callsite
+from minerva.common.errors import JitError
+from minerva.jit.capture import ARG, Capture
+from minerva.jit.plan import segments_of
+from minerva.jit.segment import SegmentRun
+from minerva.narray import HOST_READS, NArray
+from minerva.ops import registry
+from minerva.ops.jit_op import JIT_REPLAY
+from minerva.ops.registry import ArraySpec
+from minerva.system import get_system
+
+_EMPTY, _COPY, _ASSIGN = registry.get("empty"), registry.get("copy"), registry.get("assign")
+
+
+class Plan:
+    """A recorded signature: its values, segments (runnable) and what ``fn`` returned."""
+
+    def __init__(self, capture: Capture, result, results: list):
+        self.values = capture.values
+        self.seeds = capture.seeds
+        self.n_ops = len(capture.steps)
+        plans = segments_of(capture.steps, capture.values, [r for r, _ in results])
+        self.segments = [SegmentRun(p, capture.values) for p in plans]
+        self.arenas = [None] * len(self.segments)
+        self.result = result
+        self.results = results
+        for value in self.values:  # tmps are remade by each replay: drop the recorded ones
+            if value.kind != "capture":
+                value.storage = None
+
+    @property
+    def plan_bytes(self) -> int:
+        """Bytes of the arenas (the tmps' persistent buffers)."""
+        return sum(s.plan.arena_bytes for s in self.segments)
+
+
+class JitFunction:
+    """A function made jitted: ``__call__`` records or replays; ``stats()`` counts."""
+
+    def __init__(self, fn, check: bool = False):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.check = check
+        self._plans: dict = {}
+        self._counts = {"n_records": 0, "n_replays": 0, "n_checks": 0}
+
+    def __call__(self, *args):
+        key = _signature(args)
+        plan = self._plans.get(key)
+        if plan is None:
+            return self._record(key, args)
+        self._counts["n_replays"] += 1
+        if self.check:
+            return self._checked(plan, args)
+        return replay(plan, args, user_callsite())
+
+    def stats(self) -> dict:
+        """``n_records``, ``n_replays``, ``n_signatures``, ``n_ops`` (of the last recorded
+        plan), ``n_segments``, ``n_fused`` (0: no fusion yet), ``plan_bytes``."""
+        plans = list(self._plans.values())
+        last = plans[-1] if plans else None
+        return dict(self._counts, n_signatures=len(plans),
+                    n_ops=last.n_ops if last else 0,
+                    n_segments=len(last.segments) if last else 0, n_fused=0,
+                    plan_bytes=sum(p.plan_bytes for p in plans))
+
+    def _record(self, key, args):
+        arrays = [x if isinstance(x, NArray) else None for x in args]
+        capture = Capture(arrays)
+        SEAM.push(capture)
+        refuse, HOST_READS.refuse = HOST_READS.refuse, _host_read_error
+        try:
+            result = self.fn(*args)
+        finally:
+            HOST_READS.refuse = refuse
+            SEAM.pop(capture)
+        results = [(capture.ref(x), x._spec) for x in _arrays_in(result)]
+        self._plans[key] = Plan(capture, result, results)
+        self._counts["n_records"] += 1
+        return result
+
+    def _checked(self, plan, args):
+        """Run ``fn`` eagerly and replay the plan from the same state with the same seeds;
+        JitError unless results and written arrays are bitwise equal."""
+        self._counts["n_checks"] += 1
+        written = _written(plan, args)
+        before = [build(_COPY, [NArray(s, None, s.current.spec)]) for s in written]
+        capture = Capture([x if isinstance(x, NArray) else None for x in args])
+        SEAM.push(capture)
+        try:
+            eager = self.fn(*args)
+        finally:
+            SEAM.pop(capture)
+        after = [build(_COPY, [NArray(s, None, s.current.spec)]) for s in written]
+        for storage, value in zip(written, before):
+            build(_ASSIGN, [value], {"dtype": value.dtype},
+                  out=NArray(storage, None, storage.current.spec))
+        seeds = dict(zip(plan.seeds, capture.seeds))
+        replayed = replay(plan, args, user_callsite(), seeds)
+        _compare(_arrays_in(eager), _arrays_in(replayed), "result")
+        _compare(after, [NArray(s, None, s.current.spec) for s in written], "written array")
+        return replayed
+
+
+def replay(plan: Plan, args, created_at, seeds=None):
+    """Submit one replay of ``plan`` with ``args``; the function's result, rebuilt.
+    ``seeds`` maps the recorded random seeds to this replay's (fresh ones by default)."""
+    engine = get_system().engine
+    storages = _inputs(plan, args)
+    if seeds is None:
+        seeds = {seed: seeding.next_seed() for seed in plan.seeds}
+    for k, run in enumerate(plan.segments):
+        _replay_segment(engine, plan, k, run, storages, seeds, created_at)
+    made = iter(NArray(storages[vid], view, spec) for (vid, view), spec in plan.results)
+    return _rebuild(plan.result, made)
+
+
+def _inputs(plan, args) -> dict:
+    storages = {}
+    for value in plan.values:
+        if value.kind == ARG:
+            storages[value.vid] = args[value.index]._storage
+        elif value.storage is not None:
+            storages[value.vid] = value.storage
+    return storages
+
+
+def _replay_segment(engine, plan, k, run, storages, seeds, created_at) -> None:
+    p = run.plan
+    values = plan.values
+    reads = [storages[vid] for vid in p.reads]
+    writes = [storages[vid] for vid in p.writes]
+    specs = [values[vid].spec for vid in p.exports] + [values[vid].spec for vid in p.writes]
+    if p.arena_bytes:
+        writes.append(_arena(plan, k, p))
+        specs.append(ArraySpec((p.arena_bytes,), np.dtype(np.uint8)))
+    outs = engine.submit(JIT_REPLAY, {"segment": run, "seeds": seeds}, reads, specs,
+                         p.device, created_at, None,
+                         [None] * len(p.exports) + writes)
+    for vid, storage in zip(p.exports, outs):
+        storages[vid] = storage
+
+
+def _arena(plan, k, p):
+    """The storage of segment ``k``'s arena, made on its first replay and kept."""
+    arena = plan.arenas[k]
+    if arena is None:
+        system = get_system()
+        previous = system.chosen_device()
+        system.set_device(p.device)
+        try:
+            arena = plan.arenas[k] = build(_EMPTY, [], {"shape": (p.arena_bytes,),
+                                                        "dtype": np.dtype(np.uint8)})
+        finally:
+            system.set_device(previous)
+    return arena._storage
+
+
+def _written(plan, args) -> list:
+    """The storages of arguments and captures some segment writes (in place)."""
+    storages = _inputs(plan, args)
+    vids = {vid for run in plan.segments for vid in run.plan.writes}
+    return [storages[vid] for vid in sorted(vids) if vid in storages]
+
+
+def _compare(expected: list, got: list, what: str) -> None:
+    for i, (want, have) in enumerate(zip(expected, got)):
+        a, b = want.to_numpy(), have.to_numpy()
+        if a.shape != b.shape or not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+            raise JitError(f"jit check: {what} {i} of the replay differs from the eager run "
+                           f"(max difference {_difference(a, b)}); the function does "
+                           "something a replay cannot repeat (host control flow, Python "
+                           "state, an array rebound instead of updated in place)")
+
+
+def _difference(a, b):
+    try:
+        return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+    except (ValueError, TypeError):
+        return "shapes differ"
+
+
+def _signature(args) -> tuple:
+    key = []
+    seen: dict = {}
+    for i, x in enumerate(args):
+        if isinstance(x, NArray):
+            first = seen.setdefault(id(x._storage), i)
+            key.append(("array", x.shape, x.dtype, x.device, x._view, first))
+        else:
+            try:
+                hash(x)
+            except TypeError:
+                raise JitError(f"argument {i} of a jitted function is neither an NArray "
+                               f"nor hashable ({type(x).__name__}): pass arrays as "
+                               "NArrays, other values as hashable ones") from None
+            key.append(("value", type(x), x))
+    return tuple(key)
+
+
+def _host_read_error(what: str) -> JitError:
+    return JitError(f"{what} inside a jitted function while it is being recorded, at "
+                    f"{format_callsite(user_callsite())}: a replay cannot repeat host "
+                    "control flow; read the value after the call, or pass it in as an "
+                    "argument")
+
+
+def _arrays_in(result) -> list:
+    if isinstance(result, NArray):
+        return [result]
+    if isinstance(result, (tuple, list)):
+        return [x for item in result for x in _arrays_in(item)]
+    if isinstance(result, dict):
+        return [x for item in result.values() for x in _arrays_in(item)]
+    return []
+
+
+def _rebuild(result, made):
+    if isinstance(result, NArray):
+        return next(made)
+    if isinstance(result, (tuple, list)):
+        return type(result)(_rebuild(item, made) for item in result)
+    if isinstance(result, dict):
+        return {k: _rebuild(v, made) for k, v in result.items()}
+    return result

@@ -1,0 +1,122 @@
+"""Running one segment of a plan inside its replay op, on the segment's device.
+
+The replay op's kernel gets the arrays of what the segment reads, then (as ``out``) the
+arrays of its exports, of the values it writes, and of its arena. Every ``(value, view)``
+a step uses is resolved once per replay into a table of arrays; views of the arena (the
+locals) do not change between replays and are resolved once, as are the argument lists of
+steps that only touch locals: such a step costs one kernel call.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+ARENA = "arena"
+
+
+def make_view(xp, array, view):
+    """``view`` (shape, strides, offset in bytes) of a whole buffer ``array``."""
+    shape, strides, offset = view
+    if xp is np:
+        if 0 in shape:
+            return np.ndarray(shape, array.dtype, array, 0)
+        return np.ndarray(shape, array.dtype, array, offset, strides)
+    flat = array.reshape(-1)
+    start = offset // array.dtype.itemsize
+    return xp.lib.stride_tricks.as_strided(flat[start:], shape, strides)
+
+
+class SegmentRun:
+    """A segment made runnable: its steps with resolved argument indices, and the caches of
+    what does not change between replays (see the module docstring)."""
+
+    def __init__(self, plan, values):
+        self.plan = plan
+        self.values = values
+        self.order = plan.reads + plan.exports + plan.writes   # vids, as the op gets them
+        self._index: dict = {}    # (vid, view) -> table position
+        self._entries: list = []  # (vid, view) per table position
+        self.steps = [self._compiled(step) for step in plan.steps]
+        self._static = None       # (arena array, table of arena-only entries)
+        self._xp = None
+
+    def _slot(self, vid, view) -> int:
+        key = (vid, view)
+        position = self._index.get(key)
+        if position is None:
+            position = self._index[key] = len(self._entries)
+            self._entries.append(key)
+        return position
+
+    def _compiled(self, step):
+        ins = [self._slot(vid, view) for vid, view in step.ins]
+        outs = [self._slot(vid, view) for vid, view in step.outs]
+        return [step, ins, outs, None]
+
+    def run(self, xp, arrays, outs, seeds) -> None:
+        """Run every step in order (``seeds`` maps recorded random seeds to this replay's);
+        an error is annotated with the user's line of the step that raised it."""
+        table = self._table(xp, arrays, outs)
+        for compiled in self.steps:
+            step, ins, out_slots, fixed = compiled
+            try:
+                if fixed is not None:
+                    fixed()
+                    continue
+                out = table[out_slots[0]] if len(out_slots) == 1 else tuple(
+                    table[i] for i in out_slots)
+                attrs = step.attrs if not seeds or "seed" not in step.attrs else dict(
+                    step.attrs, seed=seeds[step.attrs["seed"]])
+                step.op_def.impl(xp, *[table[i] for i in ins], out=out, **attrs)
+            except Exception as exc:
+                exc.minerva_created_at = step.created_at
+                exc.add_note(f"in the jitted op '{step.op_def.name}'")
+                raise
+
+    def _table(self, xp, arrays, outs) -> list:
+        """Every (value, view) a step uses, as an array of this replay."""
+        bases = dict(zip(self.order, list(arrays) + list(outs)))
+        arena = outs[-1] if self.plan.arena_bytes else None
+        static = self._static_table(xp, arena)
+        table = list(static)
+        for position, (vid, view) in enumerate(self._entries):
+            if table[position] is None:
+                base = bases[vid]
+                table[position] = base if view is None else make_view(xp, base, view)
+        return table
+
+    def _static_table(self, xp, arena) -> list:
+        if self._static is not None and self._static[0] is arena:
+            return self._static[1]
+        self._xp = xp
+        table = [None] * len(self._entries)
+        for position, (vid, view) in enumerate(self._entries):
+            slot = self.plan.slots.get(vid)
+            if slot is not None:
+                base = self._local(xp, arena, vid, slot)
+                table[position] = base if view is None else make_view(xp, base, view)
+        self._static = (arena, table)
+        self._fix_steps(table)
+        return table
+
+    def _local(self, xp, arena, vid, slot):
+        spec = self.values[vid].spec
+        count = int(np.prod(spec.shape, dtype=np.int64))
+        raw = arena[slot.offset:slot.offset + spec.nbytes]
+        return raw.view(spec.dtype)[:count].reshape(spec.shape)
+
+    def _fix_steps(self, table) -> None:
+        """Steps whose arrays are all locals (and draw no seed) get their arguments
+        resolved for good."""
+        for compiled in self.steps:
+            step, ins, outs, _ = compiled
+            compiled[3] = None
+            if "seed" in step.attrs or any(table[i] is None for i in ins + outs):
+                continue
+            out = table[outs[0]] if len(outs) == 1 else tuple(table[i] for i in outs)
+            arrays = [table[i] for i in ins]
+            bind = step.op_def.bind
+            compiled[3] = (bind(self._xp, arrays, out, **step.attrs) if bind is not None else
+                           functools.partial(step.op_def.impl, self._xp, *arrays, out=out,
+                                             **step.attrs))
