@@ -6,6 +6,7 @@ through a few node fields only (``op_def``, ``attrs``, ``inputs[i].array``, ``vi
 from __future__ import annotations
 
 import abc
+import threading
 import time
 import traceback
 from typing import Any, Callable
@@ -59,20 +60,51 @@ class Device(abc.ABC):
         """``kind``, ``ordinal``, ``name`` and memory figures of this device."""
 
     def run_inline(self, op, track: str | None = None) -> BaseException | None:
-        """Run ``op`` now on the calling thread; the exception it raised, or None. The
-        trace shows it on ``track`` (the device's own by default)."""
+        """Run ``op`` now on the calling thread; the exception it raised, or None (a
+        deferred op is waited for). The trace shows it on ``track`` (the device's own by
+        default)."""
         hooks = self.hooks
         if hooks.active:
             hooks.op_started(op, self.device_id, track or self.track, time.perf_counter_ns())
         try:
-            self.execute(op)
-            exc = None
+            if op.op_def.deferred:
+                exc = self._wait_deferred(op)
+            else:
+                self.execute(op)
+                exc = None
         except Exception as err:  # stored on the op's outputs by the engine
             exc = detach_traceback(err)
         if hooks.active:
             hooks.op_finished(op, self.device_id, track or self.track,
                               time.perf_counter_ns(), exc)
         return exc
+
+    def start_deferred(self, op) -> None:
+        """Start a deferred op (``OpDef.deferred``): its kernel hands the work to another
+        thread and returns; that thread reports the op finished through ``done``."""
+        hooks = self.hooks
+        if hooks.active:
+            hooks.op_started(op, self.device_id, self.track, time.perf_counter_ns())
+
+        def done(exc=None):
+            if hooks.active:
+                hooks.op_finished(op, self.device_id, self.track, time.perf_counter_ns(),
+                                  exc)
+            self.listener(op, exc)
+        try:
+            self.execute(op, done)
+        except Exception as err:  # it never started: report it failed at once
+            done(detach_traceback(err))
+
+    def _wait_deferred(self, op):
+        finished, outcome = threading.Event(), []
+
+        def done(exc=None):
+            outcome.append(exc)
+            finished.set()
+        self.execute(op, done)
+        finished.wait()
+        return outcome[0]
 
     def run_direct(self, op_def, attrs, args, views, out) -> BaseException | None:
         """Run an op that has no op node (``Engine._run_direct``) on the calling thread
@@ -105,10 +137,10 @@ class Device(abc.ABC):
         without running it (shutdown cancels what has not started)."""
         self.cancelled = error
 
-    def execute(self, op) -> None:
+    def execute(self, op, done=None) -> None:
         """Give the op's outputs their buffers (a fresh block from this device's store for
         ``output_stream``, or the buffer of the version a write overwrites) and run its
-        kernel on its inputs' views."""
+        kernel on its inputs' views (a deferred op's kernel also gets ``done``)."""
         inputs = op.inputs
         arrays = [data.array for data in (inputs if op.n_args == len(inputs)
                                           else inputs[:op.n_args])]
@@ -124,6 +156,9 @@ class Device(abc.ABC):
             out = self._out_arrays(op)
         op_def = op.op_def
         if op_def is COPY and self._copy_in(inputs[0], out):
+            return
+        if done is not None:
+            op_def.impl(self.xp, *arrays, out=out, done=done, **op.attrs)
             return
         op_def.impl(self.xp, *arrays, out=out, **op.attrs)
 

@@ -62,6 +62,9 @@ class CpuDevice(Device):
             op = get()
             if op is STOP:
                 return
+            if op.op_def.deferred and self.cancelled is None:
+                self.start_deferred(op)  # another thread reports it finished
+                continue
             exc = run(op) if self.cancelled is None else self.cancelled
             try:
                 self.listener(op, exc)

@@ -48,10 +48,13 @@ class OpDef:
     on the thread that finds it ready (minerva's own ops; an op registered from outside,
     which might block, always runs on its device's thread). ``bind(xp, arrays, out,
     **attrs)``, when set, returns a callable of no arguments that runs the kernel on those
-    arrays (a jit replay calls it again and again: one C call for a ufunc)."""
+    arrays (a jit replay calls it again and again: one C call for a ufunc). A
+    ``deferred`` op's kernel gets ``done`` too: it hands its work to another thread (the
+    communication thread of ``minerva.distributed``) and returns; that thread calls
+    ``done(exc=None)`` once the work is finished, and only then is the op complete."""
 
     __slots__ = ("name", "infer", "impl", "n_outputs", "priority", "elementwise", "vjp",
-                 "tiny_inline", "bind")
+                 "tiny_inline", "bind", "deferred")
 
     def __init__(self, name: str, infer: Callable, impl: Callable, n_outputs: int = 1,
                  priority: int = 0, elementwise: bool = False):
@@ -64,6 +67,7 @@ class OpDef:
         self.vjp = None
         self.tiny_inline = False
         self.bind = None
+        self.deferred = False
 
     def __repr__(self) -> str:
         return f"OpDef({self.name!r})"
