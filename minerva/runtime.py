@@ -16,9 +16,10 @@ def init(**options) -> None:
     _system.start(**options)
 
 
-def create_cpu_device() -> int:
-    """A new CPU device with its own worker thread; returns its id."""
-    return _system.get_system().devices.create_cpu_device()
+def create_cpu_device(threads: int | None = None) -> int:
+    """A new CPU device with its own worker thread; returns its id. ``threads``: the BLAS
+    threads its kernels use (default: the cores shared among the CPU devices)."""
+    return _system.get_system().devices.create_cpu_device(threads)
 
 
 def create_gpu_device(ordinal: int = 0) -> int:

@@ -69,3 +69,22 @@ def test_init_overrides_the_environment(monkeypatch):
 def test_init_takes_sizes_as_text():
     mv.init(mem_limit="64K")
     assert mv.memory_stats(mv.create_cpu_device())["limit_bytes"] == 64 << 10
+
+
+def test_cpu_devices_share_the_cores_unless_told(monkeypatch):
+    from minerva.device.blas import usable_cores
+    mv.init()
+    first = mv.create_cpu_device()
+    assert mv.device_info(first)["blas_threads"] == usable_cores()
+    second = mv.create_cpu_device()
+    share = max(1, usable_cores() // 2)
+    assert [mv.device_info(d)["blas_threads"] for d in (first, second)] == [share, share]
+    fixed = mv.create_cpu_device(threads=3)
+    assert mv.device_info(fixed)["blas_threads"] == 3
+    with pytest.raises(ValueError):
+        mv.create_cpu_device(threads=0)
+
+
+def test_minerva_cpu_threads_fixes_the_count(monkeypatch):
+    monkeypatch.setenv("MINERVA_CPU_THREADS", "1")
+    assert all(mv.device_info(mv.create_cpu_device())["blas_threads"] == 1 for _ in range(2))

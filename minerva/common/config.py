@@ -35,6 +35,7 @@ class Config:
     log: str = "warning"
     default_dtype: np.dtype = np.dtype(np.float64)
     inline_bytes: int = 64 << 10
+    cpu_threads: int | None = None
 
     @classmethod
     def from_env(cls, environ=None, **overrides) -> "Config":
@@ -50,7 +51,7 @@ class Config:
             if field not in SETTINGS:
                 raise TypeError(f"mv.init: unknown option {field!r}; options are "
                                 f"{', '.join(SETTINGS)}")
-            if raw is not None or field in ("mem_limit", "trace"):
+            if raw is not None or field in ("mem_limit", "trace", "cpu_threads"):
                 values[field] = None if raw is None else _parse(field, raw, SETTINGS[field][1])
         return cls(**values)
 
@@ -127,5 +128,6 @@ SETTINGS = {
     "log": ("MINERVA_LOG", _choice(LOG_LEVELS)),
     "default_dtype": ("MINERVA_DEFAULT_DTYPE", _dtype),
     "inline_bytes": ("MINERVA_INLINE_BYTES", parse_size),
+    "cpu_threads": ("MINERVA_CPU_THREADS", _count(1)),
 }
 """Each setting: its environment variable and the parser of its values."""

@@ -9,16 +9,19 @@ import numpy as np
 
 from minerva.common.logging import get_logger
 from minerva.device.base import Device
+from minerva.device.blas import BLAS
 from minerva.device.ready import STOP, ReadyQueue
 
 log = get_logger("minerva.device")
 
 
 class CpuDevice(Device):
-    """A CPU device with one worker thread that runs its ops in submission order.
+    """A CPU device with one worker thread that runs its ops (oldest first).
 
-    BLAS is pinned to one thread per worker (``DeviceManager`` does it process-wide), so
-    several CPU devices run side by side instead of fighting over cores.
+    Its kernels use ``threads`` BLAS threads, set on its worker alone (``blas.BLAS``); by
+    default the ``DeviceManager`` shares the cores among the CPU devices, so several run
+    side by side instead of fighting over cores. ``fixed_threads`` is a count asked for
+    (``create_cpu_device(threads=N)``, ``MINERVA_CPU_THREADS``) that balancing keeps.
     """
 
     kind = "cpu"
@@ -27,6 +30,8 @@ class CpuDevice(Device):
     def __init__(self, device_id: int, store, hooks, listener=None, ordinal: int = 0):
         super().__init__(device_id, store, hooks, listener)
         self.ordinal = ordinal
+        self.threads = 1
+        self.fixed_threads = None
         self._queue = ReadyQueue()
         self._thread = threading.Thread(target=self._work, daemon=True,
                                         name=f"minerva-cpu{device_id}-worker")
@@ -40,12 +45,19 @@ class CpuDevice(Device):
         else:
             self._queue.put(op)
 
+    def run_inline(self, op, track: str | None = None):
+        """Run ``op`` on the calling thread (the worker, or the user's under the naive
+        engine) with this device's BLAS threads."""
+        BLAS.apply(self.threads)
+        return super().run_inline(op, track)
+
     def info(self) -> dict:
         """Kind, ordinal, name, and the store's memory figures."""
         stats = self.store.stats()
         return {"kind": "cpu", "ordinal": self.ordinal, "device_id": self.device_id,
                 "name": f"cpu:{self.ordinal} ({os.cpu_count()} cores on host)",
-                "n_workers": 1, "memory_in_use": stats["in_use_bytes"],
+                "n_workers": 1, "blas_threads": self.threads,
+                "memory_in_use": stats["in_use_bytes"],
                 "memory_limit": stats["limit_bytes"]}
 
     def shutdown(self, timeout: float | None = None) -> None:
@@ -57,7 +69,7 @@ class CpuDevice(Device):
 
     def _work(self) -> None:
         np.seterr(all="ignore")
-        get, run, = self._queue.get, self.run_inline
+        get, run = self._queue.get, self.run_inline
         while True:
             op = get()
             if op is STOP:

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import threading
 
-from threadpoolctl import threadpool_limits
-
 from minerva.common.errors import DeviceError
 from minerva.common.logging import get_logger
 from minerva.device import gpu  # imports cupy only when a GPU is asked for
+from minerva.device.blas import BLAS, usable_cores
 from minerva.device.cpu import CpuDevice
 from minerva.storage import make_store
 from minerva.storage.host import HostAllocator
@@ -28,21 +27,36 @@ class DeviceManager:
         self.listener = listener
         self.table: list = []
         """Every device, indexed by id (grows only; hot paths index it directly)."""
-        self._n_cpu = 0
+        self._cpus: list = []
         self._lock = threading.Lock()
-        self._blas_limit = None
         self.reclaimer = None
 
-    def create_cpu_device(self) -> int:
-        """A new CPU device with its own worker thread; its id."""
+    def create_cpu_device(self, threads: int | None = None) -> int:
+        """A new CPU device with its own worker thread; its id. ``threads``: its BLAS
+        threads (by default ``MINERVA_CPU_THREADS``, else the cores shared among the CPU
+        devices that exist, re-balanced as devices are created)."""
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                    or threads < 1):
+            raise ValueError(f"threads must be an int >= 1, got {threads!r}")
         with self._lock:
-            self._pin_blas()
             device_id = len(self.table)
             store = self._make_store(HostAllocator(), device_id)
-            device = CpuDevice(device_id, store, self.hooks, self.listener, self._n_cpu)
+            device = CpuDevice(device_id, store, self.hooks, self.listener, len(self._cpus))
             device.inline_limit = self.config.inline_bytes
-            self._n_cpu += 1
+            device.fixed_threads = threads or self.config.cpu_threads
+            self._cpus.append(device)
+            self._balance()
             return self._add(device)
+
+    def _balance(self) -> None:
+        """Share the cores among CPU devices without a fixed thread count."""
+        shared = [d for d in self._cpus if d.fixed_threads is None]
+        fixed = sum(d.fixed_threads for d in self._cpus if d.fixed_threads is not None)
+        share = max(1, (usable_cores() - fixed) // max(1, len(shared)))
+        for device in self._cpus:
+            device.threads = device.fixed_threads or share
+        log.info("cpu_threads", threads=[d.threads for d in self._cpus],
+                 per_thread=BLAS.per_thread)
 
     def create_gpu_device(self, ordinal: int) -> int:
         """A new device on GPU ``ordinal`` (or a virtual GPU); its id."""
@@ -75,12 +89,10 @@ class DeviceManager:
 
     def shutdown(self) -> None:
         """Stop every device's threads (each after its queued ops, which a cancelling
-        shutdown has already failed) and undo the BLAS pinning."""
+        shutdown has already failed) and undo a process-wide BLAS limit."""
         for device in self.table:
             device.shutdown()
-        if self._blas_limit is not None:
-            self._blas_limit.restore_original_limits()
-            self._blas_limit = None
+        BLAS.restore()
 
     def _add(self, device) -> int:
         device.lookup = self.get
@@ -94,7 +106,3 @@ class DeviceManager:
         if self.reclaimer is not None:
             store.set_reclaimer(self.reclaimer)
         return store
-
-    def _pin_blas(self) -> None:
-        if self._blas_limit is None:
-            self._blas_limit = threadpool_limits(limits=1, user_api="blas")
