@@ -11,6 +11,8 @@ overwrites the written array's buffer in place, seen through the written handle'
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import threading
 
 import numpy as np
@@ -168,6 +170,8 @@ def _check_target(op_def, target, spec) -> None:
     if not isinstance(target, NArray):
         raise TypeError(f"{op_def.name}: out= must be an NArray, got "
                         f"{type(target).__name__}")
+    if target._readonly:
+        raise ValueError("assignment destination is read-only")
     if target.shape != spec.shape and not (
             op_def.elementwise and _broadcasts(spec.shape, target.shape)):
         raise ShapeError(f"{op_def.name}: out= has shape {target.shape}, the result has "
@@ -248,6 +252,34 @@ def to_device(x: NArray, device_id) -> NArray:
         return x
     storage = system.engine.copy_to(x._storage, device_id, user_callsite())
     return NArray(storage, x._view, x._spec)
+
+
+@contextlib.contextmanager
+def on_device(device):
+    """Build this thread's ops of a ``with`` block on ``device`` (an id; ``None`` or NumPy's
+    ``"cpu"``: the current device)."""
+    if device is None or device == "cpu":
+        yield
+        return
+    system = running() or get_system()
+    previous = system.chosen_device()
+    system.set_device(device)
+    try:
+        yield
+    finally:
+        system.set_device(previous)
+
+
+def placed(function):
+    """``function`` taking a ``device=`` keyword (the array API's and NumPy 2's): its
+    result is made on that device."""
+    @functools.wraps(function)
+    def wrapper(*args, device=None, **kwargs):
+        if device is None:
+            return function(*args, **kwargs)
+        with on_device(device):
+            return function(*args, **kwargs)
+    return wrapper
 
 
 def engine_check(x: NArray) -> None:

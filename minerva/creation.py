@@ -8,7 +8,7 @@ import operator
 import numpy as np
 
 from minerva import indexing, seeding
-from minerva.builder import build, host_array, to_narray, upload
+from minerva.builder import build, host_array, placed, to_narray, upload
 from minerva.common.errors import DTypeError, ShapeError
 from minerva.narray import NArray
 from minerva.ops import registry
@@ -62,6 +62,7 @@ def check_shape(shape) -> tuple:
     return dims
 
 
+@placed
 def full(shape, fill_value, dtype=None) -> NArray:
     """An array of ``shape`` filled with ``fill_value`` (a scalar, or an array broadcast to
     ``shape``); the dtype is ``fill_value``'s unless given, as NumPy's ``full``."""
@@ -75,18 +76,21 @@ def full(shape, fill_value, dtype=None) -> NArray:
     return build(_FILL, [], {"shape": shape, "dtype": data.dtype, "value": data[()]})
 
 
+@placed
 def zeros(shape, dtype=None) -> NArray:
     """An array of zeros (``float64`` unless ``dtype`` is given)."""
     return build(_FILL, [], {"shape": check_shape(shape), "dtype": check_dtype(dtype),
                              "value": 0})
 
 
+@placed
 def ones(shape, dtype=None) -> NArray:
     """An array of ones (``float64`` unless ``dtype`` is given)."""
     return build(_FILL, [], {"shape": check_shape(shape), "dtype": check_dtype(dtype),
                              "value": 1})
 
 
+@placed
 def empty(shape, dtype=None) -> NArray:
     """An array whose values are not set (``float64`` unless ``dtype`` is given)."""
     return build(_EMPTY, [], {"shape": check_shape(shape), "dtype": check_dtype(dtype)})
@@ -97,27 +101,32 @@ def _like(name, x, dtype, shape):
     return (x.shape if shape is None else shape), check_dtype(dtype, x.dtype)
 
 
+@placed
 def zeros_like(a, dtype=None, shape=None) -> NArray:
     """Zeros of ``a``'s shape and dtype (unless given)."""
     return zeros(*_like("zeros_like", a, dtype, shape))
 
 
+@placed
 def ones_like(a, dtype=None, shape=None) -> NArray:
     """Ones of ``a``'s shape and dtype (unless given)."""
     return ones(*_like("ones_like", a, dtype, shape))
 
 
+@placed
 def empty_like(a, dtype=None, shape=None) -> NArray:
     """An unset array of ``a``'s shape and dtype (unless given)."""
     return empty(*_like("empty_like", a, dtype, shape))
 
 
+@placed
 def full_like(a, fill_value, dtype=None, shape=None) -> NArray:
     """``fill_value`` in ``a``'s shape and dtype (unless given)."""
     shape, dtype = _like("full_like", a, dtype, shape)
     return full(shape, fill_value, dtype)
 
 
+@placed
 def array(obj, dtype=None, copy=True) -> NArray:
     """A new array holding ``obj`` (a list, NumPy array, scalar or NArray) on the current
     device; the dtype is inferred as NumPy infers it when not given. ``copy=False`` returns
@@ -125,13 +134,15 @@ def array(obj, dtype=None, copy=True) -> NArray:
     if isinstance(obj, NArray):
         if copy is False or copy is None:
             return to_narray(obj, "array", dtype)
-        return build(registry.get("copy"), [obj]) if dtype is None else \
-            to_narray(obj, "array", check_dtype(dtype))
+        if dtype is None or np.dtype(dtype) == obj.dtype:
+            return build(registry.get("copy"), [obj])
+        return to_narray(obj, "array", check_dtype(dtype))
     if isinstance(obj, (list, tuple)) and _holds_narrays(obj):
         return _stack_nested(obj, dtype)
     return upload(host_array(obj, "array", None if dtype is None else check_dtype(dtype)))
 
 
+@placed
 def asarray(obj, dtype=None, copy=None) -> NArray:
     """``obj`` as an NArray: an NArray itself when no cast is needed, else a new array."""
     return array(obj, dtype, copy=copy)
@@ -150,17 +161,20 @@ def _stack_nested(obj, dtype) -> NArray:
     return build(registry.get("stack"), parts, {"axis": 0})
 
 
+@placed
 def ascontiguousarray(a, dtype=None) -> NArray:
     """``a`` with its elements contiguous in C order (a copy when they are not)."""
     x = to_narray(a, "ascontiguousarray", dtype)
     return x if x._view is None else build(registry.get("copy"), [x])
 
 
+@placed
 def copy(a) -> NArray:
     """A copy of ``a`` (a new storage)."""
     return build(registry.get("copy"), [to_narray(a, "copy")])
 
 
+@placed
 def arange(start, stop=None, step=1, dtype=None) -> NArray:
     """Evenly spaced values in ``[start, stop)``; dtype and length follow NumPy's arange."""
     if stop is None:

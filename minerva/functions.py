@@ -26,13 +26,16 @@ _OPS = registry.get
 
 # ---- views ----------------------------------------------------------------------------
 
-def view_of(x: NArray, view: tuple, view_def=None, attrs=None) -> NArray:
+def view_of(x: NArray, view: tuple, view_def=None, attrs=None,
+            readonly: bool = False) -> NArray:
     """A handle on ``x``'s storage seeing ``view`` (shape, strides, offset in bytes), told
     to the op-building seam as ``view_def`` with ``attrs`` (by default the generic strided
-    view, whose gradient maps elements back through the two views)."""
+    view, whose gradient maps elements back through the two views). A view of a read-only
+    view is read-only too."""
     storage = x._storage
     spec = ArraySpec(view[0], x.dtype)
     result = NArray(storage, views.normalized(storage.current.spec, view), spec)
+    result._readonly = readonly or x._readonly
     if SEAM.hooks:
         if view_def is None:
             view_def, attrs = view_ops.STRIDED, {"x_view": explicit_view(x), "view": view}
@@ -157,7 +160,7 @@ def broadcast_to(a, shape) -> NArray:
         raise ShapeError(f"broadcast_to: cannot broadcast an array of shape {x.shape} to "
                          f"{shape}") from None
     return view_of(x, views.broadcast(explicit_view(x), shape), view_ops.BROADCAST,
-                   {"shape": shape})
+                   {"shape": shape}, readonly=True)
 
 
 def broadcast_arrays(*args) -> tuple:
@@ -224,9 +227,11 @@ def clip(a, a_min=None, a_max=None, out=None, **kwargs) -> NArray:
     a_max = kwargs.pop("max", a_max)
     if kwargs:
         raise TypeError(f"clip: unsupported keyword argument(s) {sorted(kwargs)}")
-    if a_min is None and a_max is None:
-        raise ShapeError("clip: One of max or min must be given")
-    return _mixed("clip", (to_narray(a, "clip"), a_min, a_max), out)
+    x = to_narray(a, "clip")
+    if a_min is None and a_max is None:  # NumPy 2: a copy (into out=, when given)
+        return build(_OPS("copy"), [x]) if out is None else build(
+            _OPS("assign"), [x], {"dtype": out.dtype}, out)
+    return _mixed("clip", (x, a_min, a_max), out)
 
 
 def where(condition, x=None, y=None) -> NArray:
@@ -271,9 +276,12 @@ def _dtype(dtype) -> np.dtype:
 def _reduction(name):
     def function(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
         _no_extras(name, kwargs)
-        x = to_narray(a, name, dtype if name in _DTYPE_REDUCTIONS else None)
+        x = to_narray(a, name)
         axes = normalize_axis(name, axis, x.ndim)
-        return build(_OPS(name), [x], {"axis": axes, "keepdims": bool(keepdims)}, out)
+        attrs = {"axis": axes, "keepdims": bool(keepdims)}
+        if dtype is not None and name in _DTYPE_REDUCTIONS:
+            attrs["dtype"] = _dtype(dtype)
+        return build(_OPS(name), [x], attrs, out)
     function.__name__ = function.__qualname__ = name
     function.__doc__ = (f"``numpy.{name}`` over ``axis`` (None, an int or a tuple), keeping "
                         "reduced axes as size 1 when ``keepdims``; ``out=`` writes the result "

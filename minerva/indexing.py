@@ -96,10 +96,11 @@ def _index_of(layout: tuple, arrays: list) -> tuple:
 
 
 def check_writable(target: NArray) -> None:
-    """ValueError, as NumPy's, when ``target`` is a broadcast view (several of its elements
-    are one element of memory)."""
+    """ValueError, as NumPy's, when ``target`` is read-only (a broadcast view, a view of
+    one) or several of its elements are one element of memory."""
     view = target._view
-    if view is not None and any(s == 0 and n > 1 for n, s in zip(view[0], view[1])):
+    if target._readonly or view is not None and any(
+            s == 0 and n > 1 for n, s in zip(view[0], view[1])):
         raise ValueError("assignment destination is read-only")
 
 

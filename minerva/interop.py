@@ -70,7 +70,8 @@ def lookup(module: str, name: str):
     ``numpy.lib`` (``scimath``'s ``sqrt`` …) have no counterpart."""
     if module in _TOP_LEVEL or module.startswith("numpy._core"):
         found = _namespace.get(name)
-        return None if isinstance(found, _types.ModuleType) else found
+        module_only = isinstance(found, _types.ModuleType) and not callable(found)
+        return None if module_only else found
     sub = _namespace.get(module.split(".")[1]) if module.startswith("numpy.") else None
     if not isinstance(sub, _types.ModuleType) or module.count(".") > 1:
         return None

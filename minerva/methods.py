@@ -115,9 +115,9 @@ def _fill(self, value):
     indexing.setitem(self, Ellipsis, value)
 
 
-def _to(self, device):
+def _to(self, device, /, *, stream=None):
     """This array on ``device``: itself when it lives there, else a copy (cached while this
-    value lives)."""
+    value lives). ``stream`` is accepted for the array API and ignored."""
     return to_device(self, device)
 
 
@@ -150,7 +150,8 @@ _METHODS = {
     "T": property(lambda self: functions.transpose(self)),
     "mT": property(lambda self: functions.swapaxes(self, -1, -2)),
     "ravel": functions.ravel, "squeeze": functions.squeeze, "swapaxes": functions.swapaxes,
-    "astype": lambda self, dtype, copy=True: functions.astype(self, dtype, copy=copy),
+    "astype": lambda self, dtype, copy=True, device=None: functions.astype(
+        self if device is None else to_device(self, device), dtype, copy=copy),
     "clip": functions.clip, "argmax": functions.argmax, "argmin": functions.argmin,
     "sum": functions.sum, "prod": functions.prod, "max": functions.max,
     "min": functions.min, "mean": functions.mean, "any": functions.any,

@@ -40,7 +40,7 @@ HOST_READS = HostGuard()
 class NArray:
     """An n-dimensional array computed by the minerva runtime (see API.md, "Arrays")."""
 
-    __slots__ = ("_storage", "_view", "_spec", "_grad_info", "__weakref__")
+    __slots__ = ("_storage", "_view", "_spec", "_grad_info", "_readonly", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, storage, view, spec):
@@ -48,6 +48,7 @@ class NArray:
         self._view = view
         self._spec = spec
         self._grad_info = None
+        self._readonly = False
 
     # ---- metadata (never blocks) --------------------------------------------------------
 
@@ -101,6 +102,14 @@ class NArray:
         """``storage@version`` of the current value: which array, after how many writes
         (as ``dump_dag`` and traces name it)."""
         return self._storage.current.label
+
+    @property
+    def flags(self) -> dict:
+        """``{"WRITEABLE": ..., "C_CONTIGUOUS": ...}`` as NumPy reports them (a broadcast
+        view is read-only, as NumPy's)."""
+        contiguous = _views.is_contiguous(self._view, self._spec.dtype.itemsize)
+        return {"WRITEABLE": not self._readonly, "C_CONTIGUOUS": contiguous,
+                "OWNDATA": self._view is None}
 
     @property
     def is_view(self) -> bool:

@@ -16,6 +16,7 @@ import operator
 import numpy as np
 
 from minerva import creation, functions, indexing, ufuncs
+from minerva._manipulation.views import flip
 from minerva.builder import build, to_narray, upload
 from minerva.common.errors import ShapeError
 from minerva.narray import NArray
@@ -50,13 +51,26 @@ def _sorting(name, a, axis, kind, order, stable, out=None):
     return build(_OPS(name), [x], attrs, out)
 
 
-def sort(a, axis=-1, kind=None, order=None, *, stable=None) -> NArray:
-    """A sorted copy of ``a`` along ``axis`` (of the flattened array when None)."""
+def sort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False) -> NArray:
+    """A sorted copy of ``a`` along ``axis`` (of the flattened array when None);
+    ``descending`` (the array API's) sorts largest first, equal elements keeping their
+    order when ``stable``."""
+    if descending:
+        x = to_narray(a, "sort")
+        x, axis = (x.reshape(-1), -1) if axis is None else (x, axis)
+        return flip(_sorting("sort", flip(x, axis), axis, kind, order, stable), axis)
     return _sorting("sort", a, axis, kind, order, stable)
 
 
-def argsort(a, axis=-1, kind=None, order=None, *, stable=None) -> NArray:
-    """The indices that sort ``a`` along ``axis`` (of the flattened array when None)."""
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False) -> NArray:
+    """The indices that sort ``a`` along ``axis`` (of the flattened array when None);
+    ``descending`` as in :func:`sort`."""
+    if descending:
+        x = to_narray(a, "argsort")
+        x, axis = (x.reshape(-1), -1) if axis is None else (x, axis)
+        n = x.shape[axis]
+        return flip((n - 1) - _sorting("argsort", flip(x, axis), axis, kind, order, stable),
+                    axis)
     return _sorting("argsort", a, axis, kind, order, stable)
 
 

@@ -6,11 +6,16 @@
 
 ``MINERVA_TRACE=run.json`` records a whole run. The recorder and the writers live in
 ``minerva.tracing``; ``minerva-trace`` reads the files back (summary, critical path,
-executed DAG, timeline picture). See doc/tracing.md.
+executed DAG, timeline picture). See doc/tracing.md. Called, ``mv.trace(a)`` is NumPy's
+``trace`` (the sum along a diagonal).
 """
 from __future__ import annotations
 
+import sys
+import types
+
 from minerva import system as _system
+from minerva._manipulation.diagonals import trace as _matrix_trace
 from minerva.tracing import (  # noqa: F401  (the public names of tracing)
     MAX_EVENTS, TraceFileError, TracePathError, check_trace_path)
 
@@ -39,3 +44,14 @@ def stop() -> str | None:
 
 
 __all__ = ["start", "stop", "check_trace_path", "TracePathError", "TraceFileError"]
+
+
+class _CallableModule(types.ModuleType):
+    """``mv.trace`` is this module and, called, NumPy's ``trace`` (the sum along a
+    diagonal): ``import minerva as np; np.trace(a)`` works as NumPy's does."""
+
+    def __call__(self, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        return _matrix_trace(a, offset, axis1, axis2, dtype, out)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -217,3 +217,34 @@ class _Exporter:
 
     def __dlpack_device__(self):
         return self.x.__dlpack_device__()
+
+
+def test_conformance_fixes(engine):
+    """Gaps the array-API conformance run found: reductions with a small dtype, copies,
+    clip without bounds, descending sorts, device= on creation, read-only broadcasts."""
+    import numpy
+    x = mv.arange(6, dtype=numpy.int8)
+    assert mv.sum(x, dtype=numpy.int8).dtype == numpy.int8
+    assert mv.prod(x, dtype=numpy.int16).dtype == numpy.int16
+    a = mv.ones(3)
+    assert mv.asarray(a, dtype=a.dtype, copy=True) is not a
+    numpy.testing.assert_array_equal(mv.clip(mv.arange(3.0)).to_numpy(), [0.0, 1.0, 2.0])
+    values = numpy.array([3, 1, 2, 1, 3])
+    numpy.testing.assert_array_equal(mv.sort(values, descending=True).to_numpy(),
+                                     numpy.sort(values)[::-1])
+    numpy.testing.assert_array_equal(mv.argsort(values, descending=True, stable=True).to_numpy(),
+                                     numpy.argsort(-values, stable=True))
+    other = mv.create_cpu_device()
+    assert mv.zeros(3, device=other).device == other and mv.arange(3, device=other).device == other
+    b = mv.broadcast_to(mv.arange(3.0), (2, 3))
+    assert b.flags["WRITEABLE"] is False
+    with pytest.raises(ValueError, match="read-only"):
+        b[0, 0] = 1
+    with pytest.raises(ValueError, match="read-only"):
+        b += 1
+
+
+def test_trace_is_the_tracing_module_and_numpys_trace():
+    import numpy
+    m = numpy.arange(9.0).reshape(3, 3)
+    assert float(mv.trace(m)) == numpy.trace(m) and callable(mv.trace.start)

@@ -51,18 +51,22 @@ def _check_nonempty(name: str, spec: ArraySpec, axes) -> None:
 def _reduce_infer(name):
     function = getattr(np, name)
 
-    def infer(x, *, axis, keepdims):
+    def infer(x, *, axis, keepdims, dtype=None):
         dtypes.check_supported(name, x)
         if name in _NO_IDENTITY:
             _check_nonempty(name, x, axis)
-        dtype = dtypes.result_dtype(name, function, x)
+        if dtype is None:
+            dtype = dtypes.result_dtype(name, function, x)
         return (ArraySpec(reduced_shape(x.shape, axis, keepdims), dtype),)
     return infer
 
 
 def _reduce_impl(name):
-    def impl(xp, x, *, out, axis, keepdims):
-        getattr(xp, name)(x, axis=axis, keepdims=keepdims, out=out)
+    def impl(xp, x, *, out, axis, keepdims, dtype=None):
+        if dtype is None:
+            getattr(xp, name)(x, axis=axis, keepdims=keepdims, out=out)
+        else:
+            getattr(xp, name)(x, axis=axis, keepdims=keepdims, out=out, dtype=dtype)
     return impl
 
 
