@@ -89,22 +89,46 @@ def measure(n_chain: int, n_independent: int, repeat: int) -> dict:
             for name, (chain, indep) in rows.items()}
 
 
+def calls_per_op(engine: str, n: int = 2_000) -> float:
+    """Python-level calls (cProfile's count, builtins included) per tiny op of a chain."""
+    import cProfile
+    import pstats
+    mv.shutdown()
+    mv.init(engine=engine)
+    x = mv.zeros(4, dtype=np.float32)
+    for _ in range(100):
+        x = x + 1.0
+    x.wait()
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(n):
+        x = x + 1.0
+    x.wait()
+    profile.disable()
+    mv.shutdown()
+    return pstats.Stats(profile).total_calls / n
+
+
 @scenario("dispatch")
 def dispatch(args) -> dict:
-    """Chain of 20k tiny ops and 2k independent ones; microseconds per op."""
+    """Chain of 20k tiny ops and 2k independent ones; microseconds and calls per op."""
     n_chain, n_independent = (2_000, 500) if args.quick else (20_000, 2_000)
     per_op = measure(n_chain, n_independent, args.repeat)
-    rows = [(name, f"{chain:.2f}", f"{indep:.2f}") for name, (chain, indep) in per_op.items()]
+    calls = {f"minerva-{e}": calls_per_op(e) for e in ("dag", "naive")}
+    rows = [(name, f"{chain:.2f}", f"{indep:.2f}",
+             f"{calls[name]:.0f}" if name in calls else "-")
+            for name, (chain, indep) in per_op.items()]
     table(f"dispatch: us/op (chain of {n_chain}, {n_independent} independent)", rows,
-          ("system", "chain us/op", "independent us/op"))
+          ("system", "chain us/op", "independent us/op", "calls/op"))
     ratios = {}
     if "dask-threaded" in per_op:
         dag, dask = per_op["minerva-dag"], per_op["dask-threaded"]
         ratios = {"dask_over_dag_chain": dask[0] / dag[0],
                   "dask_over_dag_independent": dask[1] / dag[1]}
     ratios["dag_over_numpy_chain"] = per_op["minerva-dag"][0] / per_op["numpy"][0]
+    ratios["naive_over_numpy_chain"] = per_op["minerva-naive"][0] / per_op["numpy"][0]
     print("  ratios: " + ", ".join(f"{k}={v:.2f}x" for k, v in ratios.items()))
-    return {"us_per_op": per_op, "ratios": ratios}
+    return {"us_per_op": per_op, "ratios": ratios, "calls_per_op": calls}
 
 
 def _op_pieces() -> list[tuple[str, float]]:
