@@ -242,12 +242,13 @@ def test_convert_keeps_ops_that_started_before_the_recording():
     rec = recorder.Recorder()
     t = rec.t_start
     rec.events.append((recorder.FINISHED, 7, "add", 0, "cpu0", t - 50, None, t + 100, None,
-                       "x.py", 3, 1, 5, 8, np.dtype("float32"), 1, 4))
+                       "x.py", 3, 1, 5, 8, 2, 1, np.dtype("float32"), 1, 4))
     rec.close()
     recording = convert(rec.snapshot(), rec.t_start, rec.t_stop)
     (op,) = recording.ops.values()
     assert (op.t_start, op.t_end, op.created_at) == (0, 100, "x.py:3")
     assert op.inputs == [{"id": 5, "label": "#5"}] and op.outputs[0]["nbytes"] == 16
+    assert op.outputs[0]["version"] == "2@1" and "(2@1)" in op.outputs[0]["label"]
     trace = chrome.build(recording, {0: "cpu0"})
     check_chrome_trace(trace)
 

@@ -55,21 +55,24 @@ class OpRecord:
 _DTYPE_NAMES: dict = {}
 
 
-def value(node_id: int, device_id: int, dtype, shape) -> dict:
-    """A value's description: ``id``, ``shape``, ``dtype``, ``nbytes``, ``device`` and
-    ``label`` (``#id dtype[shape] @device``)."""
+def value(node_id: int, device_id: int, dtype, shape, version: str | None = None) -> dict:
+    """A value's description: ``id``, ``shape``, ``dtype``, ``nbytes``, ``device``,
+    ``version`` (``storage@k``: which array, after how many writes) and ``label``
+    (``#id (storage@k) dtype[shape] @device``)."""
     name = _DTYPE_NAMES.get(dtype)
     if name is None:
         name = _DTYPE_NAMES[dtype] = str(dtype)
     dims = ", ".join(map(str, shape))
+    tag = "" if version is None else f" ({version})"
     return {"id": node_id, "shape": list(shape), "dtype": name,
             "nbytes": math.prod(shape) * dtype.itemsize, "device": device_id,
-            "label": f"#{node_id} {name}[{dims}] @{device_id}"}
+            "version": version, "label": f"#{node_id}{tag} {name}[{dims}] @{device_id}"}
 
 
 def value_of_node(data) -> dict:
     """The description of a data node."""
-    return value(data.node_id, data.device_id, data.spec.dtype, data.spec.shape)
+    return value(data.node_id, data.device_id, data.spec.dtype, data.spec.shape,
+                 getattr(data, "label", None))
 
 
 def format_error(error) -> str:
@@ -139,9 +142,10 @@ def _on_finished(rec: Recording, ev: tuple, t0: int) -> None:
     inputs = [{"id": i, "label": f"#{i}"} for i in ev[12:12 + n_in]]
     outputs, i = [], 12 + n_in
     while i < len(ev):
-        out_id, dtype, ndim = ev[i:i + 3]
-        outputs.append(value(out_id, device_id, dtype, ev[i + 3:i + 3 + ndim]))
-        i += 3 + ndim
+        out_id, storage_id, version, dtype, ndim = ev[i:i + 5]
+        outputs.append(value(out_id, device_id, dtype, ev[i + 5:i + 5 + ndim],
+                             f"{storage_id}@{version}"))
+        i += 5 + ndim
     where = "?" if file == "?" else format_callsite((file, line))
     record = rec.ops[node_id] = OpRecord(node_id, name, device_id, where, inputs, outputs)
     record.track = str(track)

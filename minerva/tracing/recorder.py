@@ -30,7 +30,8 @@ FINISHED, POISONED, ALLOC, FREE, DISPATCH = range(5)
 """Tags of the recorded tuples (the first field of each).
 
 ``(FINISHED, node_id, name, device_id, track, t_created, t_start, t_end, error, file,
-line, n_inputs, *input_ids, then per output: node_id, dtype, ndim, *shape)``;
+line, n_inputs, *input_ids, then per output: node_id, storage_id, version, dtype, ndim,
+*shape)``;
 ``t_start`` is None for an op that started before the recording. The other events are
 listed by their handler.
 """
@@ -77,7 +78,8 @@ class Recorder:
         for data in op.outputs:
             spec = data.spec
             shape = spec.shape
-            event += (data.node_id, spec.dtype, len(shape), *shape)
+            event += (data.node_id, data.storage_id, data.version, spec.dtype, len(shape),
+                      *shape)
         self._append(tuple(event))
 
     def op_poisoned(self, op, error) -> None:
