@@ -251,7 +251,10 @@ def to_device(x: NArray, device_id) -> NArray:
     if x.device == device_id:
         return x
     storage = system.engine.copy_to(x._storage, device_id, user_callsite())
-    return NArray(storage, x._view, x._spec)
+    result = NArray(storage, x._view, x._spec)
+    if SEAM.hooks:  # a copy, as the recorders see it (its gradient is the identity)
+        SEAM.notify(COPY, EMPTY, (x,), result)
+    return result
 
 
 @contextlib.contextmanager

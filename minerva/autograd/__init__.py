@@ -16,7 +16,7 @@ import contextlib
 
 from minerva.autograd.backward import Walk, check_heads, write_leaves
 from minerva.autograd.recorder import record as _record_hook
-from minerva.autograd.tape import STATE, AutogradError, Edge, Leaf, needs_grad
+from minerva.autograd.tape import STATE, AutogradError, Cut, Edge, Leaf, needs_grad
 from minerva.builder import SEAM
 from minerva.narray import NArray
 
@@ -133,9 +133,11 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     heads, variables = _as_list(heads), _as_list(variables)
     retain = create_graph if retain_graph is None else retain_graph
     walk = _walk(heads, head_grads, retain, create_graph)
-    stops = {id(v._grad_info.node) for v in variables if isinstance(v._grad_info, Edge)}
+    nodes = [v._grad_info.node for v in variables if isinstance(v._grad_info, Edge)]
+    leaves = len(nodes) < len(variables)
+    floor = min(node.seq for node in nodes) if nodes and not leaves else 0
     with _state(None, train_mode):
-        walk.run(stops)
+        walk.run({id(node) for node in nodes}, floor)
     return [_result(walk, v) for v in variables]
 
 
@@ -159,6 +161,8 @@ def _result(walk, variable):
     elif isinstance(info, Edge):
         grads = walk.targets.get(id(info.node))
         found = None if grads is None else grads[info.index]
+    elif isinstance(info, Cut):
+        raise info.error("grad")
     else:
         raise AutogradError("grad: a variable was not recorded (attach_grad it first)")
     if found is None:

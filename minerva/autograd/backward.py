@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+from collections.abc import Sequence
 
-from minerva.autograd.tape import STATE, AutogradError, Edge, Leaf, needs_grad
+from minerva.autograd.tape import STATE, AutogradError, Cut, Edge, Leaf, needs_grad
+from minerva.narray import NArray
 from minerva.ops.registry import NO_GRADIENT
 
 
@@ -50,21 +52,28 @@ class Walk:
 
     def _sum(self, total, grad, device: int):
         if total is None:
-            return grad if grad.device == device else grad.to(device)
+            if grad.device == device:
+                return grad
+            if not self.create:
+                return grad.to(device)
+            with self.ns.device(device):  # a recorded copy: .to() is not recorded
+                return self.ns.copy(grad)
         with self.ns.device(device):
             return total + grad
 
-    def run(self, stop=None) -> None:
+    def run(self, stop=None, floor: int = 0) -> None:
         """Walk every pending node, newest first; ``stop``: ids of nodes whose gradient is
-        wanted as a result (``grad``), kept instead of walked through."""
+        wanted as a result (``grad``), kept (and walked through, to the other wanted ones);
+        nodes recorded before ``floor`` (a recording number) are not walked: nothing wanted
+        lies behind them."""
         with self._recording(self.create):
             while self._order:
                 _, key = heapq.heappop(self._order)
                 node, grads = self.pending.pop(key)
                 if stop is not None and key in stop:
-                    self.targets[key] = grads
-                    continue
-                self._step(node, grads)
+                    self.targets[key] = list(grads)
+                if node.seq > floor:
+                    self._step(node, grads)
 
     def _step(self, node, grads) -> None:
         if node.saved_inputs is None:
@@ -75,7 +84,7 @@ class Walk:
             raise AutogradError(f"op '{node.name}' (at {_where(node)}) has no gradient; "
                                 "take it out of the recording or detach() its inputs")
         with self.ns.device(node.device):
-            in_grads = vjp.rule(self.ns, _Context(node), grads)
+            in_grads = vjp.rule(self.ns, _Context(node, self.create), grads)
         if not self.retain:
             node.release()
         for parent, grad in zip(node.parents, in_grads):
@@ -94,17 +103,56 @@ class Walk:
 
 
 class _Context:
-    """What a rule sees of its node: attrs, specs, and the saved values (checked)."""
+    """What a rule sees of its node: attrs, specs, and the saved values (checked as the
+    rule reads them: one it does not read may have been overwritten)."""
 
     __slots__ = ("attrs", "in_specs", "out_specs", "inputs", "outputs")
 
-    def __init__(self, node):
+    def __init__(self, node, create: bool):
         self.attrs = node.attrs
         self.in_specs = node.in_specs
         self.out_specs = node.out_specs
-        name = node.name
-        self.inputs = [s.get(name) if s is not None else None for s in node.saved_inputs]
-        self.outputs = [s.get(name) if s is not None else None for s in node.saved_outputs]
+        self.inputs = _SavedValues(node.saved_inputs, node, create and node.parents)
+        self.outputs = _SavedValues(node.saved_outputs, node, create and _edges(node))
+
+
+def _edges(node) -> list:
+    """The gradient info of each output of ``node``, as recorded."""
+    return [None if s is None else Edge(node, i, s.number)
+            for i, s in enumerate(node.saved_outputs)]
+
+
+class _SavedValues(Sequence):
+    """A node's saved inputs (or outputs), as a read-only sequence: None where nothing was
+    saved; AutogradError on reading a value that a write replaced since.
+
+    Saved values are kept without gradient info (a node holding its own output's edge, or
+    a handle whose edge a later write replaced, could make a reference cycle); with
+    ``create_graph`` each is handed out as a new handle with the gradient info it was
+    recorded with (``infos``), so the gradient ops built from it are differentiable."""
+
+    __slots__ = ("_saved", "_node", "_infos")
+
+    def __init__(self, saved: list, node, infos):
+        self._saved = saved
+        self._node = node
+        self._infos = infos
+
+    def __len__(self) -> int:
+        return len(self._saved)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self._saved)))]
+        saved = self._saved[i]
+        if saved is None:
+            return None
+        value = saved.get(self._node.name)
+        if not self._infos or self._infos[i] is None:
+            return value
+        linked = NArray(value._storage, value._view, value._spec)
+        linked._grad_info = self._infos[i]
+        return linked
 
 
 def _where(node) -> str:
@@ -130,9 +178,13 @@ def check_heads(heads) -> list:
     infos = []
     for head in heads:
         info = head._grad_info
+        if isinstance(info, Cut):
+            raise info.error("backward")
         if not needs_grad(info):
             raise AutogradError("backward: this array was not computed from a variable "
                                 "that needs a gradient inside autograd.record()")
+        if isinstance(info, Edge):
+            info.check(head)
         infos.append(info)
     return infos
 

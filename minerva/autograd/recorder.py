@@ -1,13 +1,26 @@
 """The hook at the op-building seam that records ops while ``record()`` is on."""
 from __future__ import annotations
 
-from minerva.autograd.tape import (STATE, AutogradError, Edge, Leaf, Node, differentiable,
-                                   needs_grad)
+from minerva.autograd.tape import (STATE, AutogradError, Cut, Edge, Leaf, Node,
+                                   differentiable, needs_grad)
 from minerva.common.callsite import user_callsite
 
-REGION_WRITES = frozenset({"fill", "assign", "put_index"})
+REGION_WRITES = frozenset({"fill", "put_index"})
 """Ops that write part of an array (item assignment): the indexing layer tells the seam
-of each as a ``write_region`` on the indexed array, which is what autograd records."""
+of each as a ``write_region`` on the indexed array, which is what autograd records.
+(``assign`` is recorded: it also makes whole writes, ``out=`` of another dtype; in an item
+assignment it writes a temporary view, and the ``write_region`` on the array follows.)"""
+
+
+VIEWS = frozenset({"view_transpose", "view_reshape", "view_index", "view_broadcast",
+                   "view_strided"})
+"""The view pseudo-ops: a view computes nothing, so it is not checked for a stale input
+(item assignment makes one after writing); it inherits its base's recorded version."""
+
+PARTIAL_WRITES = frozenset({"scatter_add", "put", "put_along_axis", "copyto", "set_part"})
+"""Ops that write part of their ``out=`` array without reading it as an input: the old
+value of the rest is invisible to the recording, so such a write into an array that has a
+gradient is refused (into a fresh array, ``add.at`` in a gradient rule, it is fine)."""
 
 
 def record(op_def, attrs, inputs, result, out) -> None:
@@ -18,22 +31,44 @@ def record(op_def, attrs, inputs, result, out) -> None:
     outputs = result if isinstance(result, tuple) else (result,)
     infos = [x._grad_info for x in inputs]
     if out is not None:
-        _check_targets(outputs, infos)
+        _check_targets(op_def.name, outputs)
+    view = op_def.name in VIEWS
+    if not view:
+        _check_versions(inputs, infos, outputs if out is not None else ())
     if not any(needs_grad(info) for info in infos):
         for y in outputs:
             y._grad_info = None  # overwritten by a value without a gradient
         return
     parents = [info if needs_grad(info) else None for info in infos]
     node = Node(op_def, attrs, parents, inputs, outputs, outputs[0].device, user_callsite())
+    if out is not None:
+        node.overwritten_inputs(inputs, outputs)
     for index, y in enumerate(outputs):
-        y._grad_info = Edge(node, index) if differentiable(y.dtype) else None
+        version = y._storage.current.version
+        if view and isinstance(infos[0], Edge):  # a view of a stale array stays stale
+            version = infos[0].version
+        y._grad_info = (Edge(node, index, version) if differentiable(y.dtype)
+                        else Cut(node.name, node.created_at))
 
 
-def _check_targets(outputs, infos) -> None:
+def _check_versions(inputs, infos, written) -> None:
+    """Each recorded input still holds the value its recording made (an input the write
+    being recorded overwrote has seen exactly that one write)."""
+    storages = {id(y._storage) for y in written}
+    for x, info in zip(inputs, infos):
+        if isinstance(info, Edge):
+            info.check(x, id(x._storage) in storages)
+
+
+def _check_targets(op_name, outputs) -> None:
     for y in outputs:
         info = y._grad_info
-        if isinstance(info, Leaf) and info.grad_req != "null" and any(
-                needs_grad(i) for i in infos):
+        if op_name in PARTIAL_WRITES and needs_grad(info):
+            raise AutogradError(f"'{op_name}' writes part of an array that takes part in "
+                                "gradients while recording, which autograd cannot follow; "
+                                "use x[index] = value or where(), or write outside "
+                                "autograd.record()")
+        if isinstance(info, Leaf) and info.grad_req != "null":
             raise AutogradError("an in-place write into a variable that needs a gradient "
                                 "(attach_grad) while recording; write outside "
                                 "autograd.record(), or use autograd.pause()")

@@ -21,6 +21,13 @@ def _both(ns, ctx, ga, gb):
             None if gb is None else unbroadcast(ns, gb, b.shape)]
 
 
+def _const(x):
+    """``x`` cut from the recording: what a rule passes to an op without a gradient
+    (``sign``, ``floor``), so that the rule's own ops can be differentiated again
+    (``create_graph``) and the cut op contributes zero, as it should."""
+    return x.detach()
+
+
 def _inputs(ctx):
     return ctx.inputs[0], ctx.inputs[1]
 
@@ -68,12 +75,12 @@ def _minimum(ns, ctx, g):
 
 def _remainder(ns, ctx, g):
     a, b = _inputs(ctx)
-    return _both(ns, ctx, g[0], -g[0] * ns.floor(a / b))
+    return _both(ns, ctx, g[0], -g[0] * ns.floor(_const(a / b)))
 
 
 def _fmod(ns, ctx, g):
     a, b = _inputs(ctx)
-    return _both(ns, ctx, g[0], -g[0] * ns.trunc(a / b))
+    return _both(ns, ctx, g[0], -g[0] * ns.trunc(_const(a / b)))
 
 
 def _arctan2(ns, ctx, g):
@@ -102,7 +109,8 @@ def _logaddexp2(ns, ctx, g):
 
 def _copysign(ns, ctx, g):
     a, b = _inputs(ctx)
-    return _both(ns, ctx, g[0] * ns.sign(a) * ns.where(ns.signbit(b), -1.0, 1.0), None)
+    sign_b = ns.where(ns.signbit(b), -1.0, 1.0)
+    return _both(ns, ctx, g[0] * ns.sign(_const(a)) * sign_b, None)
 
 
 _BINARY = {
@@ -121,33 +129,83 @@ _BINARY = {
 # ---- an array and a scalar ------------------------------------------------------------
 
 def _scalar_rule(name):
+    forward, reverse_rule = _SCALAR[name]
+    reads = (name not in _NO_OPERAND[0], name not in _NO_OPERAND[1])
+
     def rule(ns, ctx, g):
-        s, reverse = ctx.attrs["scalar"], ctx.attrs["reverse"]
-        a = ctx.inputs[0]
-        return [_scalar_grad(ns, name, g[0], a, s, reverse, ctx.outputs[0])]
+        reverse = ctx.attrs["reverse"]
+        a = ctx.inputs[0] if reads[reverse] else None
+        function = reverse_rule if reverse else forward
+        return [function(ns, g[0], a, ctx.attrs["scalar"])]
     return rule
 
 
-def _scalar_grad(ns, name, g, a, s, reverse, out):
-    if name in ("add", "subtract"):
-        return -g if name == "subtract" and reverse else g
-    if name == "multiply":
-        return g * s
-    if name == "divide":
-        return -g * s / (a * a) if reverse else g / s
-    if name in ("power", "float_power"):
-        return g * out * math.log(s) if reverse else g * s * a ** (s - 1)
-    if name in ("maximum", "fmax"):
-        return ns.where(a >= s if not reverse else a > s, g, 0)
-    if name in ("minimum", "fmin"):
-        return ns.where(a <= s if not reverse else a < s, g, 0)
-    if name == "remainder":
-        return -g * ns.floor(s / a) if reverse else g
-    raise NotImplementedError(name)
+_NO_OPERAND = ({"add", "subtract", "multiply", "divide", "remainder", "fmod"},
+               {"add", "subtract", "multiply", "copysign"})
+"""The scalar rules that do not read the array operand: of ``op(a, s)``, of
+``op(s, a)``."""
 
 
-_SCALAR = ("add", "subtract", "multiply", "divide", "power", "float_power", "maximum",
-           "minimum", "fmax", "fmin", "remainder")
+def _max_rule(first):
+    return lambda ns, g, a, s: ns.where(a >= s if first else a > s, g, 0)
+
+
+def _min_rule(first):
+    return lambda ns, g, a, s: ns.where(a <= s if first else a < s, g, 0)
+
+
+def _same(ns, g, a, s):
+    return g
+
+
+def _power(ns, g, a, s):
+    return g * s * a ** (s - 1)
+
+
+def _power_reverse(ns, g, a, s):
+    return g * s ** a * math.log(s)
+
+
+def _hypot(ns, g, a, s):
+    return g * a / ns.hypot(a, s)
+
+
+def _logaddexp(ns, g, a, s):
+    return g * ns.exp(a - ns.logaddexp(a, s))
+
+
+def _logaddexp2(ns, g, a, s):
+    return g * ns.exp2(a - ns.logaddexp2(a, s))
+
+
+def _atan2(ns, g, a, s):
+    return g * s / (a * a + s * s)
+
+
+_SCALAR = {
+    # name: (gradient of op(a, s), gradient of op(s, a)), each f(ns, g, a, s)
+    "add": (_same, _same),
+    "subtract": (_same, lambda ns, g, a, s: -g),
+    "multiply": (lambda ns, g, a, s: g * s, lambda ns, g, a, s: g * s),
+    "divide": (lambda ns, g, a, s: g / s, lambda ns, g, a, s: -g * s / (a * a)),
+    "power": (_power, _power_reverse), "float_power": (_power, _power_reverse),
+    "maximum": (_max_rule(True), _max_rule(False)),
+    "fmax": (_max_rule(True), _max_rule(False)),
+    "minimum": (_min_rule(True), _min_rule(False)),
+    "fmin": (_min_rule(True), _min_rule(False)),
+    "remainder": (_same, lambda ns, g, a, s: -g * ns.floor(_const(s / a))),
+    "fmod": (_same, lambda ns, g, a, s: -g * ns.trunc(_const(s / a))),
+    "arctan2": (_atan2, lambda ns, g, a, s: -_atan2(ns, g, a, s)),
+    "hypot": (_hypot, _hypot), "logaddexp": (_logaddexp, _logaddexp),
+    "logaddexp2": (_logaddexp2, _logaddexp2),
+    "copysign": (lambda ns, g, a, s: g * ns.sign(_const(a)) * math.copysign(1.0, s),
+                 lambda ns, g, a, s: None),
+}
+"""Each array-and-scalar rule. A rule saves the array operand only, and reads it only
+where it needs it (``y /= 2`` then needs nothing that the write overwrote); a result it
+needs is recomputed, so writing into the result of ``x ** 2`` is fine. On a tie
+``maximum``/``minimum`` give the gradient to the first argument; ``copysign(s, x)`` is
+piecewise constant in ``x`` (no gradient flows to it)."""
 
 
 # ---- one array ---------------------------------------------------------------------------
@@ -158,8 +216,8 @@ _UNARY = {
     "negative": (lambda ns, a, y, g: -g, False, False),
     "positive": (lambda ns, a, y, g: g, False, False),
     "conjugate": (lambda ns, a, y, g: ns.conj(g), False, False),
-    "absolute": (lambda ns, a, y, g: g * ns.sign(a), True, False),
-    "fabs": (lambda ns, a, y, g: g * ns.sign(a), True, False),
+    "absolute": (lambda ns, a, y, g: g * ns.sign(_const(a)), True, False),
+    "fabs": (lambda ns, a, y, g: g * ns.sign(_const(a)), True, False),
     "exp": (lambda ns, a, y, g: g * y, False, True),
     "exp2": (lambda ns, a, y, g: g * y * _LN2, False, True),
     "expm1": (lambda ns, a, y, g: g * (y + 1), False, True),
@@ -254,7 +312,7 @@ def _register_all() -> None:
     for name, (rule, ins, outs) in _BINARY.items():
         defvjp(name, rule, ins, outs)
     for name in _SCALAR:
-        defvjp(name + "_scalar", _scalar_rule(name), (0,), (0,))
+        defvjp(name + "_scalar", _scalar_rule(name), (0,))
     for name, (function, needs_a, needs_y) in _UNARY.items():
         defvjp(name, _unary_rule(function), (0,) if needs_a else (), (0,) if needs_y else ())
     defvjp("where", _where, (0,))
@@ -271,9 +329,8 @@ def _register_all() -> None:
     nondifferentiable(*(n + "_scalar" for n in (
         "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
         "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
-        "logical_and", "logical_or", "logical_xor", "floor_divide", "fmod", "arctan2",
-        "hypot", "copysign", "logaddexp", "logaddexp2", "nextafter", "heaviside", "gcd",
-        "lcm", "ldexp")))
+        "logical_and", "logical_or", "logical_xor", "floor_divide", "nextafter",
+        "heaviside", "gcd", "lcm", "ldexp")))
 
 
 _register_all()

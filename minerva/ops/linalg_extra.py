@@ -241,3 +241,4 @@ def _pinv_impl(xp, a, *, out, rcond, hermitian):
 
 
 register("pinv", _pinv_infer, _pinv_impl)
+from minerva.ops import linalg_extra_grad  # noqa: E402,F401  (gradient rules of these ops)

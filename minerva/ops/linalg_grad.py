@@ -30,21 +30,37 @@ def _operand_grad(ns, terms, output, operands, g, k, shape):
     spare = iter(c for c in _SPARE if c not in used)
     parts, extra = [output] + [t for i, t in enumerate(terms) if i != k], []
     extra += [operands[i] for i in range(len(terms)) if i != k]
-    target, seen = "", set()
-    for label, size in _labels_and_sizes(term, shape):
+    named, seen, dots = "", set(), []
+    for axis, (label, size) in enumerate(_labels_and_sizes(term, shape)):
+        if label == ".":
+            dots.append(axis)
+            continue
         if label in seen:  # a diagonal: place the values with an identity matrix
             fresh = next(spare)
             parts.append(label + fresh)
             extra.append(ns.eye(size, dtype=g.dtype))
             label = fresh
-        elif label != "." and label not in "".join(parts):
+        elif label not in "".join(parts):
             parts.append(label)
             extra.append(ns.ones(size, dtype=g.dtype))
         seen.add(label)
-        target += label
-    target = target.replace(".", "...", 1).replace(".", "")
-    grad = ns.einsum(",".join(parts) + "->" + target, g, *extra)
-    return _sum_broadcast(ns, grad, shape)
+        named += label
+    if not dots and not any("..." in p for p in parts):
+        return _sum_broadcast(ns, ns.einsum(",".join(parts) + "->" + named, g, *extra),
+                              shape)
+    grad = ns.einsum(",".join(parts) + "->..." + named, g, *extra)
+    return _place_ellipsis(ns, grad, shape, dots)
+
+
+def _place_ellipsis(ns, grad, shape: tuple, dots: list):
+    """A gradient computed with the (broadcast) ellipsis axes first, summed to the
+    operand's own ellipsis axes ``dots`` and moved to where they are in the operand."""
+    named = [n for axis, n in enumerate(shape) if axis not in dots]
+    own = tuple(shape[a] for a in dots)
+    grad = _sum_broadcast(ns, grad, own + tuple(named))
+    if dots and dots[0] != 0:
+        grad = ns.moveaxis(grad, tuple(range(len(dots))), tuple(dots))
+    return grad
 
 
 def _labels_and_sizes(term: str, shape: tuple):

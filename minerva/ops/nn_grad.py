@@ -1,6 +1,12 @@
 """Gradient rules of the ``mv.nn`` ops: each is the op's own backward op (the same
 kernels the hand-written backward passes use), over the injected namespace ``ns``.
-Dropout's gradient reuses its mask: the same seed draws the same mask."""
+Dropout's gradient reuses its mask: the same seed draws the same mask.
+
+The backward ops that are linear in their inputs (conv2d's three, avg_pool2d's, relu's)
+have gradients too, so ``create_graph`` goes through convolutions and average pooling;
+``max_pool2d_backward``, ``cross_entropy_backward``, ``lrn_backward``, ``sigmoid_backward``
+and ``tanh_backward`` have none (a second derivative through max pooling, cross-entropy or
+lrn raises)."""
 from __future__ import annotations
 
 from minerva.ops.registry import defvjp, nondifferentiable
@@ -55,6 +61,40 @@ def _dropout(ns, ctx, g):
     return [ns.nn.dropout_backward(g[0], ctx.attrs["p"], ctx.attrs["seed"])]
 
 
+# ---- the backward ops' own gradients (for create_graph): each is linear in ``dy`` --------
+
+def _conv_data(ns, ctx, g):
+    """``conv2d_backward_data(dy, w)``: its adjoint in ``dy`` is ``conv2d``; in ``w``, the
+    filter gradient of ``dy`` against ``g``."""
+    dy, w = ctx.inputs[0], ctx.inputs[1]
+    stride, pad = ctx.attrs["stride"], ctx.attrs["pad"]
+    return [ns.nn.conv2d(g[0], w, stride=stride, pad=pad),
+            ns.nn.conv2d_backward_filter(dy, g[0], w.shape, stride, pad)]
+
+
+def _conv_filter(ns, ctx, g):
+    """``conv2d_backward_filter(dy, x)``: ``conv2d(x, g)`` in ``dy``, the data gradient of
+    ``dy`` through ``g`` in ``x``."""
+    dy, x = ctx.inputs[0], ctx.inputs[1]
+    stride, pad = ctx.attrs["stride"], ctx.attrs["pad"]
+    return [ns.nn.conv2d(x, g[0], stride=stride, pad=pad),
+            ns.nn.conv2d_backward_data(dy, g[0], x.shape, stride, pad)]
+
+
+def _conv_bias(ns, ctx, g):
+    shape = ctx.in_specs[0].shape
+    return [ns.broadcast_to(ns.reshape(g[0], (1, shape[1], 1, 1)), shape)]
+
+
+def _avg_pool_backward(ns, ctx, g):
+    a = ctx.attrs
+    return [ns.nn.avg_pool2d(g[0], a["kernel"], a["stride"], a["pad"])]
+
+
+def _relu_backward(ns, ctx, g):
+    return [ns.nn.relu_backward(g[0], ctx.inputs[1]), None]
+
+
 def _register_all() -> None:
     defvjp("conv2d", _conv2d, (0, 1))
     defvjp("max_pool2d", _max_pool, (0,), (0,))
@@ -65,9 +105,13 @@ def _register_all() -> None:
     defvjp("lrn", _lrn, (0,), (0,))
     defvjp("dropout", _dropout)
     defvjp("dropout_backward", _dropout)
-    nondifferentiable("cross_entropy_backward", "max_pool2d_backward", "avg_pool2d_backward",
-                      "conv2d_backward_data", "conv2d_backward_filter", "relu_backward",
-                      "sigmoid_backward", "tanh_backward", "lrn_backward")
+    defvjp("conv2d_backward_data", _conv_data, (0, 1))
+    defvjp("conv2d_backward_filter", _conv_filter, (0, 1))
+    defvjp("conv2d_backward_bias", _conv_bias)
+    defvjp("avg_pool2d_backward", _avg_pool_backward)
+    defvjp("relu_backward", _relu_backward, (1,))
+    nondifferentiable("cross_entropy_backward", "max_pool2d_backward", "sigmoid_backward",
+                      "tanh_backward", "lrn_backward")
 
 
 _register_all()

@@ -8,7 +8,7 @@ scatter-add: an element picked twice receives both contributions.
 from __future__ import annotations
 
 from minerva.ops.elementwise import ARRAY
-from minerva.ops.grad_util import restore_axes
+from minerva.ops.grad_util import restore_axes, unbroadcast
 from minerva.ops.registry import defvjp, nondifferentiable
 
 
@@ -97,6 +97,16 @@ def _take_index(ns, ctx, g):
     return [result] + [None] * len(indices)
 
 
+def _scatter_add(ns, ctx, g):
+    """``add.at(out, index, values)`` into a fresh ``out`` (the recorder refuses one that
+    has a gradient): each value gets the gradient of the element it was added to."""
+    indices = ctx.inputs[1:]
+    slots = iter(indices)
+    index = tuple(next(slots) if item is ARRAY else item for item in ctx.attrs["layout"])
+    picked = g[0][index]
+    return [unbroadcast(ns, picked, ctx.in_specs[0].shape)] + [None] * len(indices)
+
+
 def _register_all() -> None:
     defvjp("sum", _sum)
     defvjp("mean", _mean)
@@ -108,6 +118,7 @@ def _register_all() -> None:
     defvjp("concatenate", _concatenate)
     defvjp("stack", _stack)
     defvjp("take_index", _take_index, tuple(range(1, 33)))
+    defvjp("scatter_add", _scatter_add, tuple(range(1, 33)))
     nondifferentiable("argmax", "argmin", "any", "all")
 
 

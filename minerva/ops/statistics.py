@@ -250,3 +250,4 @@ def _register_all() -> None:
 
 
 _register_all()
+from minerva.ops import statistics_grad  # noqa: E402,F401  (gradient rules of these ops)

@@ -44,6 +44,11 @@ come from ``value`` (told on ``x`` itself, whatever view the write went through;
 write's own op is told too)."""
 
 
+PSEUDO_OPS = frozenset({"view_transpose", "view_reshape", "view_index", "view_broadcast",
+                        "view_strided", "write_region"})
+"""The names of the definitions above: what recorders are told of, never ops to run."""
+
+
 def _transpose_vjp(ns, ctx, grads):
     return [ns.transpose(grads[0], tuple(np.argsort(ctx.attrs["axes"])))]
 
@@ -65,17 +70,14 @@ def _broadcast_vjp(ns, ctx, grads):
 
 def _strided_vjp(ns, ctx, grads):
     """Put the gradient back through the flat index of each output element in ``x``
-    (summed on the host where several output elements share one element of ``x``)."""
+    (added up where several output elements share one element of ``x``)."""
     spec, g = ctx.in_specs[0], grads[0]
     where = _flat_positions(ctx.attrs["x_view"], ctx.attrs["view"], spec.dtype.itemsize)
-    size = int(np.prod(spec.shape))
+    flat = ns.zeros((int(np.prod(spec.shape)),), dtype=g.dtype)
     if np.unique(where).size == where.size:
-        flat = ns.zeros((size,), dtype=g.dtype)
         flat[where] = ns.ravel(g)
     else:
-        host = np.zeros(size, dtype=g.dtype)
-        np.add.at(host, where, g.to_numpy().ravel())
-        flat = ns.asarray(host)
+        ns.add.at(flat, where, ns.ravel(g))
     return [ns.reshape(flat, spec.shape)]
 
 
@@ -99,13 +101,28 @@ def _offsets(view, itemsize: int) -> np.ndarray:
 
 def _write_region_vjp(ns, ctx, grads):
     """The old ``x`` gets the gradient outside ``index``; ``value`` the part inside it,
-    summed over the axes it was broadcast along."""
+    summed over the axes it was broadcast along. Where an integer index repeats a
+    position, the value written last is the one kept (NumPy's rule): only it gets the
+    gradient."""
     g, index = grads[0], ctx.attrs["index"]
     kept = ns.copy(g)
     kept[index] = 0
     if len(ctx.in_specs) == 1:
         return [kept]
-    return [kept, unbroadcast(ns, ns.copy(g[index]), ctx.in_specs[1].shape)]
+    picked = ns.copy(g[index])
+    if any(getattr(item, "dtype", np.dtype(bool)).kind in "iu" for item in index):
+        picked = ns.where(_last_writes(ns, g.shape, index, picked.shape), picked, 0)
+    return [kept, unbroadcast(ns, picked, ctx.in_specs[1].shape)]
+
+
+def _last_writes(ns, shape: tuple, index, picked_shape: tuple):
+    """For each element an integer index writes, whether it is the last write to its
+    position (the one whose value stays)."""
+    n = int(np.prod(picked_shape))
+    order = ns.reshape(ns.arange(n), picked_shape)
+    marks = ns.full(shape, -1, dtype=order.dtype)
+    marks[index] = order
+    return marks[index] == order
 
 
 defvjp("write_region", _write_region_vjp)

@@ -1,0 +1,146 @@
+"""Gradient rules of the statistics ops (``ops.statistics``): std and var, the simple
+nan-reductions (nansum, nanmean, nanprod, nanmax, nanmin), ptp, average without weights,
+cumulative sums and products, and diff. Over the injected namespace ``ns``.
+
+NaNs get no gradient from the nan-functions (they are skipped); nanmax, nanmin and ptp
+split the gradient evenly among tied extremes, as max and min do. ``cumprod``'s rule
+divides by the input: exact where no element is zero. Counts, arg-extremes and
+histograms have no gradient; medians, quantiles, the nan-variances and weighted averages
+have no rule yet (asking a gradient through them raises too).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minerva.ops.grad_util import restore_axes
+from minerva.ops.registry import defvjp, nondifferentiable
+
+
+def _spread(ns, ctx, g):
+    """A reduction's output gradient (or output) broadcast back over the reduced axes."""
+    spec = ctx.in_specs[0]
+    back = restore_axes(ns, g, spec.shape, ctx.attrs["axis"], ctx.attrs["keepdims"])
+    return ns.broadcast_to(back, spec.shape)
+
+
+def _count(ctx) -> int:
+    shape, axis = ctx.in_specs[0].shape, ctx.attrs["axis"]
+    return int(np.prod([shape[a] for a in (range(len(shape)) if axis is None else axis)]))
+
+
+def _cast(ns, ctx, grad):
+    return ns.astype(grad, ctx.in_specs[0].dtype)
+
+
+def _centered(ns, ctx):
+    x, axis = ctx.inputs[0], ctx.attrs["axis"]
+    return x - ns.mean(x, axis=axis, keepdims=True)
+
+
+def _var(ns, ctx, g):
+    scale = 2.0 / (_count(ctx) - ctx.attrs["ddof"])
+    return [_cast(ns, ctx, _spread(ns, ctx, g[0]) * _centered(ns, ctx) * scale)]
+
+
+def _std(ns, ctx, g):
+    scale = 1.0 / (_count(ctx) - ctx.attrs["ddof"])
+    per_std = _spread(ns, ctx, g[0] / ctx.outputs[0])
+    return [_cast(ns, ctx, per_std * _centered(ns, ctx) * scale)]
+
+
+def _nansum(ns, ctx, g):
+    x = ctx.inputs[0]
+    return [_cast(ns, ctx, ns.where(ns.isnan(x), 0, _spread(ns, ctx, g[0])))]
+
+
+def _nanmean(ns, ctx, g):
+    x, axis = ctx.inputs[0], ctx.attrs["axis"]
+    present = ns.sum(~ns.isnan(x), axis=axis, keepdims=ctx.attrs["keepdims"])
+    return [_cast(ns, ctx, ns.where(ns.isnan(x), 0, _spread(ns, ctx, g[0] / present)))]
+
+
+def _nanprod(ns, ctx, g):
+    x = ctx.inputs[0]
+    per = _spread(ns, ctx, g[0] * ctx.outputs[0]) / x
+    return [_cast(ns, ctx, ns.where(ns.isnan(x), 0, per))]
+
+
+def _ties(ns, ctx, extreme):
+    """Where the input equals the (spread) extreme, divided by the number of ties."""
+    hit = ctx.inputs[0] == _spread(ns, ctx, extreme)
+    ties = ns.sum(hit, axis=ctx.attrs["axis"], keepdims=ctx.attrs["keepdims"])
+    return ns.where(hit, 1.0 / _spread(ns, ctx, ties), 0.0)
+
+
+def _nan_extremum(ns, ctx, g):
+    return [_cast(ns, ctx, _ties(ns, ctx, ctx.outputs[0]) * _spread(ns, ctx, g[0]))]
+
+
+def _ptp(ns, ctx, g):
+    x, axis, keep = ctx.inputs[0], ctx.attrs["axis"], ctx.attrs["keepdims"]
+    high = _ties(ns, ctx, ns.max(x, axis=axis, keepdims=keep))
+    low = _ties(ns, ctx, ns.min(x, axis=axis, keepdims=keep))
+    return [_cast(ns, ctx, (high - low) * _spread(ns, ctx, g[0]))]
+
+
+def _average(ns, ctx, g):
+    if len(ctx.in_specs) > 1:
+        raise NotImplementedError("average: no gradient with weights (use sum(w * x) / "
+                                  "sum(w))")
+    axis = ctx.attrs["axis"]
+    axis = None if axis is None else tuple(sorted(axis))
+    spec = ctx.in_specs[0]
+    back = restore_axes(ns, g[0] / _count(ctx), spec.shape, axis, ctx.attrs["keepdims"])
+    return [_cast(ns, ctx, ns.broadcast_to(back, spec.shape))]
+
+
+# ---- cumulative sums and products, differences -------------------------------------------
+
+def _cumulative(ns, ctx, g):
+    """cumsum: the reversed cumulative sum of the gradient; cumprod: that of
+    ``g * result``, divided by the input."""
+    spec, axis = ctx.in_specs[0], ctx.attrs["axis"]
+    at = 0 if axis is None else axis
+    grad = g[0]
+    if ctx.attrs["include_initial"]:
+        grad = grad[(slice(None),) * at + (slice(1, None),)]
+    if ctx.attrs["name"] == "cumprod":
+        result = ctx.outputs[0]
+        if ctx.attrs["include_initial"]:
+            result = result[(slice(None),) * at + (slice(1, None),)]
+        grad = grad * result
+    grad = ns.flip(ns.cumsum(ns.flip(grad, at), axis=at), at)
+    if ctx.attrs["name"] == "cumprod":
+        x = ctx.inputs[0]
+        grad = grad / (ns.ravel(x) if axis is None else x)
+    return [_cast(ns, ctx, ns.reshape(grad, spec.shape))]
+
+
+def _diff(ns, ctx, g):
+    """Each difference ``x[i+1] - x[i]`` gives ``+g`` to ``x[i+1]`` and ``-g`` to
+    ``x[i]``: minus the difference of the gradient padded by a zero at both ends, n
+    times."""
+    spec, n, axis = ctx.in_specs[0], ctx.attrs["n"], ctx.attrs["axis"]
+    widths = tuple((1, 1) if d == axis else (0, 0) for d in range(len(spec.shape)))
+    grad = g[0]
+    for _ in range(n):
+        grad = -ns.diff(ns.pad(grad, widths), axis=axis)
+    return [_cast(ns, ctx, grad)]
+
+
+def _register_all() -> None:
+    defvjp("var", _var, (0,))
+    defvjp("std", _std, (0,), (0,))
+    defvjp("nansum", _nansum, (0,))
+    defvjp("nanmean", _nanmean, (0,))
+    defvjp("nanprod", _nanprod, (0,), (0,))
+    defvjp("nanmax", _nan_extremum, (0,), (0,))
+    defvjp("nanmin", _nan_extremum, (0,), (0,))
+    defvjp("ptp", _ptp, (0,))
+    defvjp("average", _average)
+    defvjp("cumulative", _cumulative, (0,), (0,))
+    defvjp("diff", _diff)
+    nondifferentiable("count_nonzero", "nanargmax", "nanargmin", "histogram")
+
+
+_register_all()
