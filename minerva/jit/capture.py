@@ -5,11 +5,15 @@ with their views, its device and the user's line).
 Values are storages, told apart by where they come from: an **argument** of the function,
 a **capture** (an array the function reads or writes that it did not make: a closure, a
 global, a model's weights — held by identity), or a **tmp** (made by an op of the capture).
-Views are kept per use: an op reads ``(value, view)``.
+Views are kept per use: an op reads ``(value, view)``. A value made during the recording
+by no op the seam told of (an op submitted to the engine directly) is refused with a
+JitError: a replay would read the recorded value.
 """
 from __future__ import annotations
 
-from minerva.common.callsite import user_callsite
+from minerva.common.callsite import format_callsite, user_callsite
+from minerva.common.errors import JitError
+from minerva.dag.nodes import new_node_id
 from minerva.ops.view_ops import PSEUDO_OPS
 
 ARG, CAPTURE, TMP = "arg", "capture", "tmp"
@@ -57,6 +61,7 @@ class Capture:
         self.steps: list[Step] = []
         self.seeds: list = []
         self._by_storage: dict = {}
+        self._first_node = new_node_id()  # values with a larger id were made meanwhile
         for i, x in enumerate(args):
             if x is not None:
                 self._value(x._storage, ARG, i)
@@ -64,10 +69,12 @@ class Capture:
     def __call__(self, op_def, attrs, inputs, result, out) -> None:
         if op_def.name in PSEUDO_OPS:
             return
-        ins = [(self._known(x._storage).vid, x._view) for x in inputs]
+        targets = () if out is None else out if isinstance(out, tuple) else (out,)
+        written = {id(t._storage) for t in targets}  # their current values are new
+        ins = [(self._known(x._storage, id(x._storage) not in written).vid, x._view)
+               for x in inputs]
         if out is not None:
-            targets = out if isinstance(out, tuple) else (out,)
-            outs = [(self._known(t._storage).vid, t._view) for t in targets]
+            outs = [(self._known(t._storage, False).vid, t._view) for t in targets]
         else:
             results = result if isinstance(result, tuple) else (result,)
             outs = [(self._value(y._storage, TMP, None).vid, y._view) for y in results]
@@ -77,9 +84,17 @@ class Capture:
         if "seed" in attrs and attrs["seed"] not in self.seeds:
             self.seeds.append(attrs["seed"])
 
-    def _known(self, storage) -> Value:
+    def _known(self, storage, read: bool = True) -> Value:
+        """The Value of ``storage``, a new capture if unseen. A capture first seen read (not
+        written by the op just built) must hold a value made before the recording: one
+        made since, by no op the capture saw, was made outside the seam and would be
+        replayed stale."""
         value = self._by_storage.get(id(storage))
-        return value if value is not None else self._value(storage, CAPTURE, None)
+        if value is None:
+            if read and storage.current.node_id > self._first_node:
+                raise JitError(_unseen_message())
+            value = self._value(storage, CAPTURE, None)
+        return value
 
     def _value(self, storage, kind: str, index) -> Value:
         value = self._by_storage.get(id(storage))
@@ -92,3 +107,10 @@ class Capture:
     def ref(self, x) -> tuple:
         """``(vid, view)`` of a handle the function returns (a capture if unseen)."""
         return (self._known(x._storage).vid, x._view)
+
+
+def _unseen_message() -> str:
+    return (f"an array used at {format_callsite(user_callsite())} was made while the jitted "
+            "function was being recorded, but not by an op the recording sees (it was "
+            "submitted outside the op-building seam, minerva.builder); a replay could only "
+            "reuse the recorded value")

@@ -18,7 +18,7 @@ from minerva import seeding
 from minerva.builder import SEAM, build
 from minerva.common.callsite import format_callsite, user_callsite
 from minerva.common.errors import JitError
-from minerva.jit.capture import ARG, Capture
+from minerva.jit.capture import ARG, TMP, Capture
 from minerva.jit.plan import segments_of
 from minerva.jit.segment import SegmentRun
 from minerva.narray import HOST_READS, NArray
@@ -28,6 +28,7 @@ from minerva.ops.registry import ArraySpec
 from minerva.system import get_system
 
 _EMPTY, _COPY, _ASSIGN = registry.get("empty"), registry.get("copy"), registry.get("assign")
+JIT_REPLAY.tiny_inline = False  # few bytes, yet maybe many kernels: never on the caller
 
 
 class Plan:
@@ -40,11 +41,12 @@ class Plan:
         plans = segments_of(capture.steps, capture.values, [r for r, _ in results])
         self.segments = [SegmentRun(p, capture.values) for p in plans]
         self.arenas = [None] * len(self.segments)
-        self.result = result
+        self.result = _rebuild(result, iter(lambda: RESULT, None))  # its shape, no arrays
         self.results = results
         for value in self.values:  # tmps are remade by each replay: drop the recorded ones
             if value.kind != "capture":
                 value.storage = None
+        self.captures = [v for v in self.values if v.kind != TMP]  # read per replay
 
     @property
     def plan_bytes(self) -> int:
@@ -60,10 +62,17 @@ class JitFunction:
         self.fn = fn
         self.check = check
         self._plans: dict = {}
-        self._counts = {"n_records": 0, "n_replays": 0, "n_checks": 0}
+        self._engine = None  # the runtime the plans were recorded in
+        self._counts = {"n_records": 0, "n_replays": 0, "n_checks": 0, "n_eager": 0}
 
     def __call__(self, *args):
-        key = _signature(args)
+        if SEAM.hooks:  # autograd records around the call, or an outer jit captures it:
+            self._counts["n_eager"] += 1  # they must see the ops, which a replay hides
+            return self.fn(*args)
+        system = get_system()
+        if system.engine is not self._engine:  # a new runtime: the plans' arrays are gone
+            self._plans, self._engine = {}, system.engine
+        key = _signature(args, system.current_device())
         plan = self._plans.get(key)
         if plan is None:
             return self._record(key, args)
@@ -73,8 +82,10 @@ class JitFunction:
         return replay(plan, args, user_callsite())
 
     def stats(self) -> dict:
-        """``n_records``, ``n_replays``, ``n_signatures``, ``n_ops`` (of the last recorded
-        plan), ``n_segments``, ``n_fused`` (0: no fusion yet), ``plan_bytes``."""
+        """``n_records``, ``n_replays``, ``n_checks``, ``n_eager`` (calls run eagerly
+        because autograd recorded around them or an outer jit captured them),
+        ``n_signatures``, ``n_ops`` (of the last recorded plan), ``n_segments``, ``n_fused``
+        (0: no fusion yet), ``plan_bytes``."""
         plans = list(self._plans.values())
         last = plans[-1] if plans else None
         return dict(self._counts, n_signatures=len(plans),
@@ -135,7 +146,7 @@ def replay(plan: Plan, args, created_at, seeds=None):
 
 def _inputs(plan, args) -> dict:
     storages = {}
-    for value in plan.values:
+    for value in plan.captures:
         if value.kind == ARG:
             storages[value.vid] = args[value.index]._storage
         elif value.storage is not None:
@@ -160,9 +171,11 @@ def _replay_segment(engine, plan, k, run, storages, seeds, created_at) -> None:
 
 
 def _arena(plan, k, p):
-    """The storage of segment ``k``'s arena, made on its first replay and kept."""
+    """The storage of segment ``k``'s arena, made on its first replay and kept (made anew
+    once a failed replay left it poisoned: the tmps it holds are never read across
+    replays, so the next replay need not fail too)."""
     arena = plan.arenas[k]
-    if arena is None:
+    if arena is None or arena._storage.current.error is not None:
         system = get_system()
         previous = system.chosen_device()
         system.set_device(p.device)
@@ -198,13 +211,18 @@ def _difference(a, b):
         return "shapes differ"
 
 
-def _signature(args) -> tuple:
-    key = []
+def _signature(args, device) -> tuple:
+    """What a plan depends on besides the values of arrays: the current device; per array
+    argument its shape, dtype, device, view, the first argument sharing its storage, and
+    its gradient buffer (``backward`` writes there); the other arguments' values."""
+    key = [device]
     seen: dict = {}
     for i, x in enumerate(args):
         if isinstance(x, NArray):
             first = seen.setdefault(id(x._storage), i)
-            key.append(("array", x.shape, x.dtype, x.device, x._view, first))
+            grad = x.grad
+            key.append(("array", x.shape, x.dtype, x.device, x._view, first,
+                        None if grad is None else id(grad._storage)))
         else:
             try:
                 hash(x)
@@ -233,11 +251,16 @@ def _arrays_in(result) -> list:
     return []
 
 
+RESULT = object()
+"""Where a recorded result held an array (a plan keeps its shape, not the arrays)."""
+
+
 def _rebuild(result, made):
-    if isinstance(result, NArray):
+    if isinstance(result, NArray) or result is RESULT:
         return next(made)
     if isinstance(result, (tuple, list)):
-        return type(result)(_rebuild(item, made) for item in result)
+        items = [_rebuild(item, made) for item in result]
+        return type(result)(*items) if hasattr(result, "_fields") else type(result)(items)
     if isinstance(result, dict):
         return {k: _rebuild(v, made) for k, v in result.items()}
     return result

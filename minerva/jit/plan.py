@@ -76,26 +76,20 @@ def _uses(plans) -> dict:
 
 
 def _sort_values(plan, k, values, made_in, used_in, returned) -> None:
-    read, written, made = [], [], []
+    read, written, made = {}, {}, {}  # vids in order of first use (dicts: ordered sets)
     for step in plan.steps:
         for vid, _ in step.ins:
-            _add(read, vid)
+            read[vid] = None
         for vid, _ in step.outs:
-            _add(written if step.write else made, vid)
+            (written if step.write else made)[vid] = None
     for vid in made:
         elsewhere = used_in[vid] - {k}
         if vid in returned or elsewhere:
             plan.exports.append(vid)
         else:
             plan.locals.append(vid)
-    inside = set(made)
-    plan.writes = [vid for vid in written if vid not in inside]
-    plan.reads = [vid for vid in read if vid not in inside and vid not in plan.writes]
-
-
-def _add(items: list, vid: int) -> None:
-    if vid not in items:
-        items.append(vid)
+    plan.writes = [vid for vid in written if vid not in made]
+    plan.reads = [vid for vid in read if vid not in made and vid not in written]
 
 
 def _assign_slots(plan, values) -> None:
