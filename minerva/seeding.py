@@ -29,7 +29,20 @@ def seed(n: int) -> None:
         _seed, _counter = n, itertools.count()
 
 
+class Draws(threading.local):
+    """Per thread: where the seeds handed out are also noted, if anywhere (a jit recording
+    notes them: a replay draws fresh ones for these, and keeps seeds given explicitly)."""
+
+    sink: list | None = None
+
+
+DRAWS = Draws()
+
+
 def next_seed() -> tuple[int, int]:
     """The seed of the next random op: ``(seed, counter)``."""
     with _lock:
-        return (_seed, next(_counter))
+        seed = (_seed, next(_counter))
+    if DRAWS.sink is not None:
+        DRAWS.sink.append(seed)
+    return seed

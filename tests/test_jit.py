@@ -228,8 +228,6 @@ def test_random_draws_follow_the_seed_as_eager_ones_do(engine):
     assert not np.array_equal(draws(mv.jit(noisy), seed=4)[1], eager[1])
 
 
-@pytest.mark.xfail(strict=True, reason="a jit replay redraws every seed, explicit ones too; "
-                   "the fix needs minerva.seeding to tell which seeds it drew (report)")
 def test_an_explicit_dropout_seed_stays_fixed(engine):
     fixed = mv.jit(lambda x: mv.nn.dropout(x, 0.5, seed=42))
     x = mv.ones(64)
@@ -277,3 +275,34 @@ def test_stats_count_ops_segments_and_the_plan_bytes(engine):
     assert jitted.stats() == {"n_records": 1, "n_replays": 2, "n_checks": 0, "n_eager": 0,
                               "n_signatures": 1, "n_ops": 4, "n_segments": 1, "n_fused": 0,
                               "plan_bytes": 2 * 4096}
+
+
+def test_drawn_and_explicit_seeds_mix(engine):
+    mixed = mv.jit(lambda x: mv.nn.dropout(x, 0.5, seed=7) + mv.nn.dropout(x, 0.5))
+    x = mv.ones(256)
+    first, second = mixed(x), mixed(x)
+    fixed = mv.nn.dropout(x, 0.5, seed=7).to_numpy()
+    for result in (first, second):
+        drawn = result.to_numpy() - fixed
+        assert set(np.unique(drawn)) <= {0.0, 2.0}
+    assert not np.array_equal(first.to_numpy(), second.to_numpy())
+
+
+def test_an_array_kept_from_the_recording_is_warned_about(engine, monkeypatch):
+    import sys
+    jit_function = sys.modules["minerva.jit.function"]  # mv.jit is the function, not the package
+    warnings = []
+
+    class Log:
+        def warning(self, event, **fields):
+            warnings.append((event, fields))
+    monkeypatch.setattr(jit_function, "log", Log())
+    kept = []
+
+    def step(x):
+        state = x * 2.0
+        kept.append(state)  # made while recording, held by Python: replays can't update it
+        return x + 1.0
+    mv.jit(step)(mv.ones(2))
+    assert [event for event, _ in warnings] == ["jit_kept_array"]
+    assert warnings[0][1]["made_at"].startswith("test_jit.py:")

@@ -11,10 +11,14 @@ JitError: a replay would read the recorded value.
 """
 from __future__ import annotations
 
+import contextlib
+
+from minerva.builder import SEAM
 from minerva.common.callsite import format_callsite, user_callsite
 from minerva.common.errors import JitError
 from minerva.dag.nodes import new_node_id
 from minerva.ops.view_ops import PSEUDO_OPS
+from minerva.seeding import DRAWS
 
 ARG, CAPTURE, TMP = "arg", "capture", "tmp"
 
@@ -66,6 +70,17 @@ class Capture:
             if x is not None:
                 self._value(x._storage, ARG, i)
 
+    @contextlib.contextmanager
+    def listening(self):
+        """A ``with`` block whose ops this capture notes (and the seeds drawn in it)."""
+        SEAM.push(self)
+        sink, DRAWS.sink = DRAWS.sink, self.seeds
+        try:
+            yield self
+        finally:
+            DRAWS.sink = sink
+            SEAM.pop(self)
+
     def __call__(self, op_def, attrs, inputs, result, out) -> None:
         if op_def.name in PSEUDO_OPS:
             return
@@ -81,8 +96,6 @@ class Capture:
         device = self.values[outs[0][0]].device
         self.steps.append(Step(op_def, attrs, ins, outs, out is not None, device,
                                user_callsite()))
-        if "seed" in attrs and attrs["seed"] not in self.seeds:
-            self.seeds.append(attrs["seed"])
 
     def _known(self, storage, read: bool = True) -> Value:
         """The Value of ``storage``, a new capture if unseen. A capture first seen read (not

@@ -11,6 +11,8 @@ arrays and writing into them.
 from __future__ import annotations
 
 import functools
+import gc
+import weakref
 
 import numpy as np
 
@@ -18,6 +20,7 @@ from minerva import seeding
 from minerva.builder import SEAM, build
 from minerva.common.callsite import format_callsite, user_callsite
 from minerva.common.errors import JitError
+from minerva.common.logging import get_logger
 from minerva.jit.capture import ARG, TMP, Capture
 from minerva.jit.plan import segments_of
 from minerva.jit.segment import SegmentRun
@@ -27,6 +30,7 @@ from minerva.ops.jit_op import JIT_REPLAY
 from minerva.ops.registry import ArraySpec
 from minerva.system import get_system
 
+log = get_logger("minerva.jit")
 _EMPTY, _COPY, _ASSIGN = registry.get("empty"), registry.get("copy"), registry.get("assign")
 JIT_REPLAY.tiny_inline = False  # few bytes, yet maybe many kernels: never on the caller
 
@@ -96,15 +100,17 @@ class JitFunction:
     def _record(self, key, args):
         arrays = [x if isinstance(x, NArray) else None for x in args]
         capture = Capture(arrays)
-        SEAM.push(capture)
         refuse, HOST_READS.refuse = HOST_READS.refuse, _host_read_error
         try:
-            result = self.fn(*args)
+            with capture.listening():
+                result = self.fn(*args)
         finally:
             HOST_READS.refuse = refuse
-            SEAM.pop(capture)
         results = [(capture.ref(x), x._spec) for x in _arrays_in(result)]
-        self._plans[key] = Plan(capture, result, results)
+        watched = _tmp_refs(capture, {vid for (vid, _), _ in results})
+        plan = Plan(capture, result, results)
+        _check_nothing_kept(capture, watched)
+        self._plans[key] = plan
         self._counts["n_records"] += 1
         return result
 
@@ -115,11 +121,8 @@ class JitFunction:
         written = _written(plan, args)
         before = [build(_COPY, [NArray(s, None, s.current.spec)]) for s in written]
         capture = Capture([x if isinstance(x, NArray) else None for x in args])
-        SEAM.push(capture)
-        try:
+        with capture.listening():
             eager = self.fn(*args)
-        finally:
-            SEAM.pop(capture)
         after = [build(_COPY, [NArray(s, None, s.current.spec)]) for s in written]
         for storage, value in zip(written, before):
             build(_ASSIGN, [value], {"dtype": value.dtype},
@@ -185,6 +188,31 @@ def _arena(plan, k, p):
         finally:
             system.set_device(previous)
     return arena._storage
+
+
+def _tmp_refs(capture, returned: set) -> dict:
+    """Weak references to the storages of tmps the function did not return."""
+    return {v.vid: weakref.ref(v.storage) for v in capture.values
+            if v.kind == TMP and v.vid not in returned and v.storage is not None}
+
+
+def _check_nothing_kept(capture, watched: dict) -> None:
+    """Warn when Python still holds an array the recording made and did not return
+    (optimizer state made on the first step, a cache): a replay makes a new one each call
+    and never updates the one kept — often a silent divergence (``check=True`` proves it),
+    sometimes harmless (an array kept for inspection)."""
+    kept = [vid for vid, ref in watched.items() if ref() is not None]
+    if kept:
+        gc.collect()
+        kept = [vid for vid in kept if watched[vid]() is not None]
+    if not kept:
+        return
+    where = next((step.created_at for step in capture.steps
+                  if not step.write and any(vid == kept[0] for vid, _ in step.outs)), None)
+    log.warning("jit_kept_array", made_at=format_callsite(where), n_kept=len(kept),
+                hint="the function keeps an array it made while being recorded in Python "
+                     "state: replays make a new one each call and never update the kept "
+                     "one; make it before the first call (optimizer state), or return it")
 
 
 def _written(plan, args) -> list:

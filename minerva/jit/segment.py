@@ -67,7 +67,7 @@ class SegmentRun:
                 out = table[out_slots[0]] if len(out_slots) == 1 else tuple(
                     table[i] for i in out_slots)
                 attrs = step.attrs if not seeds or "seed" not in step.attrs else dict(
-                    step.attrs, seed=seeds[step.attrs["seed"]])
+                    step.attrs, seed=seeds.get(step.attrs["seed"], step.attrs["seed"]))
                 step.op_def.impl(xp, *[table[i] for i in ins], out=out, **attrs)
             except Exception as exc:
                 exc.minerva_created_at = step.created_at
