@@ -13,8 +13,10 @@ import minerva.nn
 from minerva.ops import registry
 
 
-def eager_apply(op_def, inputs, **attrs):
-    """Run ``op_def``'s kernel now with NumPy on host arrays; its result(s)."""
+def eager_apply(op_def, inputs, attrs=None, out=None, **more):
+    """Run ``op_def``'s kernel now with NumPy on host arrays; its result(s). Called as
+    ``builder.build`` is (``attrs`` a dict) or with keyword attributes."""
+    attrs = dict(attrs or {}, **more)
     specs = [registry.spec(a.shape, a.dtype) for a in inputs]
     outs = [np.empty(s.shape, s.dtype) for s in op_def.infer(*specs, **attrs)]
     op_def.impl(np, *inputs, out=outs[0] if len(outs) == 1 else tuple(outs), **attrs)
@@ -36,5 +38,6 @@ def eager_numpy():
     """Inside: ``apps.layers`` (and ``mv.nn``) compute eagerly with NumPy on host arrays."""
     from apps import layers
     with mock.patch.object(layers, "mv", EAGER_MV), \
-            mock.patch.object(minerva.nn, "apply_op", eager_apply):
+            mock.patch.object(minerva.nn, "build", eager_apply), \
+            mock.patch.object(minerva.nn, "to_narray", lambda x, *_: np.asarray(x)):
         yield
