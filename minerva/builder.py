@@ -19,7 +19,7 @@ import numpy as np
 
 from minerva.common.callsite import user_callsite
 from minerva.common.errors import DTypeError, ShapeError
-from minerva.narray import NArray, check_engine
+from minerva.narray import NArray
 from minerva.ops import registry, view_ops
 from minerva.ops.dtypes import SUPPORTED_KINDS
 from minerva.ops.registry import ArraySpec
@@ -284,8 +284,3 @@ def placed(function):
             return function(*args, **kwargs)
     return wrapper
 
-
-def engine_check(x: NArray) -> None:
-    """MinervaError unless ``x`` belongs to the running runtime."""
-    system = running() or get_system()
-    check_engine(x, system.engine)

@@ -17,7 +17,6 @@ import threading
 
 import numpy as np
 
-from minerva.common.errors import MinervaError
 from minerva.dag.nodes import STATE_NAMES
 from minerva.ops import views as _views
 
@@ -209,12 +208,4 @@ def check_timeout(timeout) -> None:
         raise ValueError(f"timeout must be >= 0, got {timeout}")
 
 
-def check_engine(x: NArray, engine) -> None:
-    """MinervaError unless ``x`` belongs to ``engine`` (the running runtime)."""
-    owner = _engine_of(x)
-    if owner is not engine:
-        owner.check_open()
-        raise MinervaError("this NArray belongs to another minerva runtime")
-
-
-__all__ = ["NArray", "HOST_READS", "check_engine", "check_timeout"]
+__all__ = ["NArray", "HOST_READS", "check_timeout"]
