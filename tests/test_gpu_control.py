@@ -1,12 +1,12 @@
 """The GPU device's control flow, in CI without a GPU: ``GpuDevice`` runs over the CUDA test
 double of ``fake_cuda.py`` (injected by replacing ``minerva.device.gpu.load_cuda_layer``), so
-``mv.create_gpu_device`` builds a real GpuDevice whose kernels are NumPy on the host and
-whose events complete when the test says: launching and completion order, the stream reuse
-rule, temporaries, the out-of-memory ladder, errors, copy paths, engines, virtual GPUs,
-shutdown. What this cannot show: real kernels, real asynchrony between host and device,
-CuPy's allocator hook, pinned memory, peer copies — ``test_gpu.py`` (``pytest -m gpu``)
-covers those on a GPU. Missing-GPU messages and the suites on fake GPUs are in
-``test_gpu_setup.py``.
+``mv.create_gpu_device`` builds a real GpuDevice whose kernels are NumPy on the host, queued
+on fake streams that run only when waited for: launching and completion order, the stream
+reuse rule, temporaries, the out-of-memory ladder, errors (sticky ones included), copy
+paths, engines, virtual GPUs, shutdown. What this cannot show: real kernels, CuPy's
+allocator hook, real pinned memory, peer copies — ``test_gpu.py`` (``pytest -m gpu``) covers
+those on a GPU. Launching ahead is tested in ``test_launch_ahead.py``; missing-GPU messages
+and the suites on fake GPUs are in ``test_gpu_setup.py``.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from conftest import assert_settled, minerva_threads
 from fake_cuda import FakeCuda
 from minerva import system as mv_system
 from minerva.device import gpu
+from minerva.device.gpu_memory import DeviceAllocator
 from minerva.builder import build
 from minerva.ops import registry
 
@@ -69,7 +70,10 @@ def fake(monkeypatch):
     monkeypatch.setattr(gpu, "load_cuda_layer", lambda: layer)
     SEEN.clear()
     GATE.clear()
-    return layer
+    yield layer
+    GATE.set()  # a kernel still blocked must not hold up shutdown
+    mv.shutdown(timeout=30)
+    layer.close()
 
 
 def device(device_id):
@@ -132,16 +136,20 @@ def test_device_info_of_a_gpu(fake):
 
 # ---- launching and completion --------------------------------------------------------------
 
-def test_kernels_run_on_the_launcher_thread_on_the_compute_stream(fake):
+def test_kernels_are_launched_by_the_launcher_thread_on_the_compute_stream(fake):
     g = mv.create_gpu_device(0)
     mv.set_device(g)
     build(WHERE, [mv.ones(3)]).wait(timeout=10)
-    (thread_name, stream), = SEEN
-    assert thread_name == f"minerva-gpu{g}-launcher"
-    assert stream is device(g).streams["compute"]
+    compute = device(g).streams["compute"]
+    assert [c[1:] for c in fake.of("launch")] == [(compute, f"minerva-gpu{g}-launcher")] * 2
+    (_thread_name, stream), = SEEN  # it ran later, bound as it was launched
+    assert stream is compute
 
 
-def test_submit_returns_at_once_while_the_gpu_is_busy(fake):
+def test_submit_returns_at_once_while_the_gpu_is_busy(monkeypatch):
+    layer = FakeCuda(run="background")  # the fake GPU runs the blocking kernel
+    monkeypatch.setattr(gpu, "load_cuda_layer", lambda: layer)
+    GATE.clear()
     g = mv.create_gpu_device(0)
     mv.set_device(g)
     stuck = build(BLOCK, [mv.ones(3)])
@@ -152,10 +160,12 @@ def test_submit_returns_at_once_while_the_gpu_is_busy(fake):
     assert not stuck._storage.current.done and not any(x._storage.current.done for x in more)
     GATE.set()
     assert_settled(stuck, *more)
+    mv.shutdown()
+    layer.close()
 
 
 def test_completions_follow_events_in_stream_order_and_streams_are_independent(fake):
-    fake.auto_complete = False
+    fake.pinned_syncs = False  # new pinned memory would run every stream
     g = mv.create_gpu_device(0)
     mv.set_device(g)
     finished = []
@@ -168,16 +178,17 @@ def test_completions_follow_events_in_stream_order_and_streams_are_independent(f
     wait_until(lambda: len(compute.pending) == 3 and len(copy.pending) == 1)
     time.sleep(0.05)
     assert finished == [] and not any(x._storage.current.done for x in (f1, f2, f3, h))
-    fake.complete(copy)
-    h.wait(timeout=10)
+    fake.complete(copy)  # the settler finds it done by polling (nobody waits)
+    wait_until(lambda: h._storage.current.done)
     assert not any(x._storage.current.done for x in (f1, f2, f3))
     fake.complete(compute, 1)
-    f1.wait(timeout=10)
+    wait_until(lambda: f1._storage.current.done)
     time.sleep(0.05)
     assert not f2._storage.current.done and not f3._storage.current.done
     fake.open_gates([compute, copy])
-    f3.wait(timeout=10)
+    wait_until(lambda: f3._storage.current.done)
     assert finished == producers
+    assert fake.n_syncs == 0  # all found by polling
     np.testing.assert_array_equal(f3.to_numpy(), [2.0] * 4)
 
 
@@ -235,6 +246,41 @@ def test_a_failing_allocation_climbs_the_ladder_then_raises(fake):
     assert mv.ones(200_000, dtype=np.float32).sum().to_numpy() == 200_000  # usable again
 
 
+def test_the_allocator_takes_slabs_fences_what_comes_back_and_trims_before_failing():
+    fake = FakeCuda(mem_bytes=64 << 20, pinned_syncs=False)
+    allocator = DeviceAllocator(fake, 0)
+    stream = fake.new_stream(0)
+
+    def fence():
+        event = fake.new_event(0)
+        fake.record(event, stream)
+        return [event]
+    allocator.fence = fence
+    a, b = allocator.malloc(1000), allocator.malloc(5000)
+    assert a.slab is b.slab and fake.n_mallocs == 1  # one 32 MiB slab serves both
+    allocator.free(a)  # fenced: the stream has not passed this moment
+    c = allocator.malloc(1000)
+    assert c.offset != a.offset and allocator.stats()["n_fenced"] == 1
+    small = DeviceAllocator(fake, 0, cap=4096)  # one-page slabs, to run out of room
+    small.fence = fence
+    first = small.malloc(4096)
+    small.free(first)
+    second = small.malloc(4096)  # the fenced page cannot be reused yet: a new slab
+    assert second.slab is not first.slab
+    fake.complete(stream)  # the stream passes the fences
+    third = small.malloc(4096)
+    assert third.slab is first.slab and small.stats()["n_slabs_made"] == 2
+    with pytest.raises(MemoryError, match="CuPy's memory pools"):
+        allocator.malloc(40 << 20)  # 32 + 40 MiB do not fit in 64
+    assert fake.n_trims == 1 and fake.n_frees == 0  # the slab is in use: not freed
+    for chunk in (b, c):
+        allocator.free(chunk)
+    fake.complete(stream)
+    big = allocator.malloc(40 << 20)  # fits once the idle slab is given back
+    assert fake.n_frees == 1 and big.slab.nbytes == 40 << 20
+    assert allocator.stats()["n_slabs"] == 1
+
+
 def test_memory_limit_and_temporaries_that_do_not_fit(fake):
     mv.init(mem_limit=64 << 10)
     g = mv.create_gpu_device(0)
@@ -261,17 +307,31 @@ def test_a_kernel_that_raises_fails_its_op_only(fake):
     assert_settled(good)
 
 
-def test_an_asynchronous_gpu_error_fails_the_op(fake):
-    g = mv.create_gpu_device(0)
-    mv.set_device(g)
-    fake.fail_events = True
+def test_a_sticky_gpu_error_loses_that_gpu_and_only_that_one(fake):
+    cpu, g0, g1 = mv.create_cpu_device(), mv.create_gpu_device(0), mv.create_gpu_device(1)
+    mv.set_device(g0)
+    before = mv.full(3, 2.0)
+    before.wait(timeout=10)
+    fake.fault(0)  # the next kernel on GPU 0 hits an illegal address
     x = mv.ones(3)
+    y = x + 1  # launched ahead of x's failure
     with pytest.raises(mv.OpError) as info:
-        x.wait(timeout=10)
-    assert isinstance(info.value.__cause__, mv.DeviceError)
-    assert "GPU 0 failed running op 'fill'" in str(info.value)
-    fake.fail_events = False
-    assert mv.full(2, 3.0).sum().to_numpy() == 6.0
+        y.wait(timeout=10)
+    cause = info.value.__cause__
+    assert isinstance(cause, mv.DeviceError) and "restart the process" in str(cause)
+    assert "illegal memory access" in str(cause)
+    with pytest.raises(mv.OpError, match="restart the process"):
+        (before * 2).to_numpy()  # later ops on that GPU fail at once
+    assert device(g0).info()["failed"]
+    with mv.device(g1):
+        np.testing.assert_array_equal((mv.arange(3.0) * 2).to_numpy(), [0, 2, 4])
+    with mv.device(cpu):
+        assert float(mv.ones(4).sum()) == 4.0
+    del x, y, info, cause, before
+    with pytest.raises(mv.OpError):
+        mv.wait_for_all(timeout=10)  # the failures not yet reported
+    mv.shutdown(timeout=10)
+    assert minerva_threads() == []
 
 
 def test_a_launcher_that_cannot_bind_the_gpu_fails_ops_instead_of_hanging(fake, monkeypatch):
@@ -324,7 +384,7 @@ def test_copies_take_the_path_the_hardware_allows(fake, peer):
     assert_settled(h, a, same, b, back)
 
 
-def test_a_copy_waits_on_the_event_of_the_op_that_wrote_its_source(fake):
+def test_a_copy_from_another_gpu_waits_on_the_event_of_the_op_that_wrote_its_source(fake):
     g0, g1 = mv.create_gpu_device(0), mv.create_gpu_device(1)
     with mv.device(g0):
         a = mv.ones(5) * 3
@@ -344,7 +404,10 @@ def test_to_numpy_and_host_data_go_through_pinned_buffers(fake):
     x = mv.array(np.arange(10, dtype=np.int32))
     np.testing.assert_array_equal(x.to_numpy(), np.arange(10))
     assert fake.n_pinned == before + 2
-    assert [c[0] for c in fake.calls if c[0] in ("h2d", "d2h")] == ["h2d", "d2h"]
+    y = mv.array(np.arange(12, dtype=np.int32))  # same pinned size class: no new pinning
+    np.testing.assert_array_equal(y.to_numpy(), np.arange(12))
+    assert fake.n_pinned_allocs == 1
+    assert [c[0] for c in fake.calls if c[0] in ("h2d", "d2h")] == ["h2d", "d2h"] * 2
     assert mv.zeros(0).to_numpy().shape == (0,)
 
 
@@ -366,7 +429,7 @@ def test_shutdown_stops_every_gpu_thread_and_returns_the_memory(fake):
     ids = [mv.create_gpu_device(i) for i in range(2)]
     names = minerva_threads()
     for i in ids:
-        for part in ("launcher", "compute-done", "copy-done"):
+        for part in ("launcher", "done"):
             assert f"minerva-gpu{i}-{part}" in names
     with mv.device(ids[1]):
         total = (mv.ones(100) + mv.ones(100).to(ids[1])).sum()

@@ -43,6 +43,7 @@ def test_without_cupy_count_is_zero_and_create_says_what_to_install(monkeypatch)
     message = str(info.value)
     assert "CuPy is not installed" in message
     assert "pip install 'minerva[gpu]'" in message and "cupy-cuda13x" in message
+    assert "'cupy-cuda13x[ctk]'" in message and "NVRTC and cuBLAS" in message
 
 
 def test_without_a_driver_count_is_zero_and_create_says_so(monkeypatch):
@@ -105,6 +106,21 @@ def test_the_cupy_layer_makes_the_cuda_calls_it_documents():
     cupy.cuda.Stream.assert_called_with(non_blocking=True)
     layer.temporary(mock.Mock(ptr=1000, device_id=0), 512, 100, "owner")
     cupy.cuda.UnownedMemory.assert_called_with(1512, 100, "owner", 0)
+
+
+def test_the_cupy_layer_queries_launches_trims_and_knows_sticky_errors():
+    cupy = _mock_cupy()
+    layer = gpu.CupyLayer(cupy)
+    event = mock.Mock(done=True)
+    assert layer.query(event) is True
+    ran = []
+    layer.launch(mock.Mock(), lambda: ran.append(1))  # CuPy queues by itself: called now
+    assert ran == [1]
+    layer.trim()
+    cupy.get_default_memory_pool.return_value.free_all_blocks.assert_called_once_with()
+    cupy.get_default_pinned_memory_pool.return_value.free_all_blocks.assert_called_once_with()
+    assert layer.is_sticky(_CudaError(700)) and layer.is_sticky(_CudaError(719))
+    assert not layer.is_sticky(_CudaError(2)) and not layer.is_sticky(ValueError("x"))
 
 
 def test_the_cupy_layer_turns_cuda_out_of_memory_into_memory_error():

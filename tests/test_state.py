@@ -135,3 +135,110 @@ def test_waiter_is_woken_on_completion():
     state.start_run(a)
     state.complete_op(dag, a, None)
     assert a.outputs[0].waiter.is_set() and a.outputs[0].state == COMPLETED
+
+
+# ---- launching ahead (devices that order their own work) ----------------------------------
+
+def register_on(dag, device_id, *inputs, bases=None):
+    op = state.register_op(dag, OP, {}, list(inputs), [F32], device_id, ("t.py", 1),
+                           bases=bases)
+    state.release_hold(op)
+    return op
+
+
+def test_a_launched_producer_frees_consumers_on_its_device_only():
+    dag = PhysicalDag()
+    a = register_on(dag, 0)
+    x = a.outputs[0]
+    same, other = register_on(dag, 0, x), register_on(dag, 1, x)
+    state.start_run(a)
+    ready, awaited = state.launch_op(a)
+    assert ready == [same] and awaited is True  # ``other`` waits for the completion
+    assert table(dag, a, x, same, other) == [
+        ("op", "launched", 0), ("data", "launched", 2, 1, False), ("op", "ready", 0),
+        ("op", "pending", 1)]
+    assert x.waiting_ops == [other]
+    assert state.start_run(same) is None and same.ahead  # it reads a launched input
+    ready, dead = state.complete_op(dag, a, None)
+    assert ready == [other] and dead == [] and x.waiting_ops is None
+
+
+def test_a_consumer_registered_after_the_launch_counts_the_input_as_ready_on_its_device():
+    dag = PhysicalDag()
+    a = register_on(dag, 0)
+    x = a.outputs[0]
+    state.start_run(a)
+    assert state.launch_op(a) == ([], False)  # nobody waits for it
+    same, other = register_on(dag, 0, x), register_on(dag, 1, x)
+    assert table(dag, same, other) == [("op", "ready", 0), ("op", "pending", 1)]
+
+
+def test_a_host_waiter_or_a_writer_makes_the_completion_awaited():
+    import threading
+    dag = PhysicalDag()
+    a = register_on(dag, 0)
+    a.outputs[0].waiter = threading.Event()
+    state.start_run(a)
+    assert state.launch_op(a) == ([], True)
+    assert not a.outputs[0].waiter.is_set()  # the host still waits for completion
+    b = register_on(dag, 0)
+    y = b.outputs[0]
+    state.start_run(b)
+    state.complete_op(dag, b, None)
+    reader = register_on(dag, 0, y)
+    writer = register_on(dag, 0, bases=[y])  # waits for ``reader`` (write after read)
+    assert y.writer is writer and writer.n_waiting == 1
+    state.start_run(reader)
+    assert state.launch_op(reader) == ([], True)  # the writer waits for its completion
+    assert y.writer is writer  # still held: write-after-read waits for completion
+    ready, _ = state.complete_op(dag, reader, None)
+    assert ready == [writer] and y.writer is None
+
+
+def test_a_write_takes_the_buffer_over_when_launched():
+    dag = PhysicalDag()
+    a = register_on(dag, 0)
+    v0 = a.outputs[0]
+    state.start_run(a)
+    state.complete_op(dag, a, None)
+    v0.block, v0.array = "block", "array"
+    w = register_on(dag, 0, bases=[v0])
+    v1 = w.outputs[0]
+    reader = register_on(dag, 0, v1)
+    state.start_run(w)
+    ready, _ = state.launch_op(w)
+    assert ready == [reader]
+    assert (v1.block, v1.array, v1.base) == ("block", "array", None) and v0.block is None
+    state.complete_op(dag, w, None)  # nothing to take over any more
+    assert v1.block == "block" and v1.state == COMPLETED
+
+
+def test_a_consumer_started_on_a_launched_input_fails_with_it():
+    dag = PhysicalDag()
+    a = register_on(dag, 0)
+    x = a.outputs[0]
+    b = register_on(dag, 0, x)
+    state.start_run(a)
+    state.launch_op(a)
+    state.start_run(b)
+    state.launch_op(b)
+    error = IndexError("a label is outside [0, 10)")
+    state.complete_op(dag, a, error)  # found when its completion was settled
+    state.complete_op(dag, b, None)
+    assert b.outputs[0].error is error and b.outputs[0].state == FAILED
+    assert dag.stats()["n_failed_total"] == 2
+
+
+def test_an_input_is_freed_only_after_its_producer_completed():
+    dag = PhysicalDag()
+    a = register_on(dag, 0)
+    x = a.outputs[0]
+    b = register_on(dag, 0, x)
+    assert state.release_handle(x) is False
+    state.start_run(a)
+    state.launch_op(a)
+    state.start_run(b)
+    _, dead = state.complete_op(dag, b, None)  # reported before its producer
+    assert dead == [] and not x.dead and x.rc == 0
+    _, dead = state.complete_op(dag, a, None)
+    assert x in dead and x.dead

@@ -15,8 +15,13 @@ import itertools
 
 from minerva.common.callsite import format_callsite
 
-PENDING, READY, RUNNING, COMPLETED, FAILED = range(5)
-STATE_NAMES = ("pending", "ready", "running", "completed", "failed")
+PENDING, READY, RUNNING, LAUNCHED, COMPLETED, FAILED = range(6)
+STATE_NAMES = ("pending", "ready", "running", "launched", "completed", "failed")
+"""States of ops and data nodes, in order. ``LAUNCHED`` (between running and completed) is
+reported only by devices that order their own work (``Device.launches_ahead``: a GPU's
+streams): the op's work is queued and ordered ahead of anything that device queues later,
+but not yet done. Work queued later on the *same* device may use its outputs; everything
+else (the host, other devices, frees, writes over what it reads) waits for COMPLETED."""
 
 new_node_id = itertools.count(1).__next__
 """A process-wide unique node id (a call of a C function: cheap on the hot path)."""
@@ -33,11 +38,13 @@ class OpNode:
     the op is being registered, so it cannot fire half-built. ``error`` is set when it
     fails. ``t_created`` is the ``perf_counter_ns`` of its registration and ``t_started``
     the start time a trace recorder notes between ``op_started`` and ``op_finished``.
+    ``ahead`` (L) is set when it started while an input was only launched (not completed):
+    if that input fails later, this op fails with it when it completes.
     """
 
     __slots__ = ("node_id", "op_def", "attrs", "inputs", "n_args", "views", "out_views",
                  "outputs", "device_id", "created_at", "state", "n_waiting", "error",
-                 "priority", "t_created", "t_started")
+                 "priority", "t_created", "t_started", "ahead")
 
     def __init__(self, op_def, attrs: dict, inputs: list, device_id: int, created_at):
         self.node_id = new_node_id()
@@ -56,6 +63,7 @@ class OpNode:
         self.priority = op_def.priority
         self.t_created = 0
         self.t_started = None
+        self.ahead = False
 
     @property
     def name(self) -> str:

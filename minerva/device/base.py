@@ -15,7 +15,21 @@ import numpy as np
 
 from minerva.ops.copy import COPY
 
-Listener = Callable[[Any, "BaseException | None"], None]
+Listener = Callable[[Any, "BaseException | None"], Any]
+
+
+class _LaunchedReport:
+    """What a device that launches ahead passes to its listener in place of an error when
+    it has *queued* an op's work (not finished it); the listener answers True when the
+    op's completion is awaited (settle it promptly)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "LAUNCHED_REPORT"
+
+
+LAUNCHED_REPORT = _LaunchedReport()
 
 
 def detach_traceback(exc: BaseException) -> BaseException:
@@ -41,6 +55,10 @@ class Device(abc.ABC):
     (``run_here``) instead of this device's own thread; 0: never."""
     output_stream: Any = None
     """The stream key kernels write their outputs on (None: a CPU device's one queue)."""
+    launches_ahead = False
+    """Whether this device orders its own work (a GPU's streams) and reports ops launched
+    (``LAUNCHED_REPORT``) before they are done; then the engine urges it while a thread
+    waits (``urge``), and expedites it when a value it launched is needed elsewhere."""
 
     def __init__(self, device_id: int, store, hooks, listener: Listener | None = None):
         self.device_id = device_id
@@ -131,6 +149,18 @@ class Device(abc.ABC):
         if self.cancelled is not None:
             return self.cancelled
         return self.run_inline(op, self.track + ":caller")
+
+    def urge(self, delta: int) -> None:
+        """A thread starts (+1) or stops (-1) waiting for this device's work: settle
+        completions promptly meanwhile (devices that launch ahead; a no-op here)."""
+
+    def expedite(self) -> None:
+        """Settle the work launched so far soon (devices that launch ahead)."""
+
+    def flush_launched(self, timeout: float | None) -> bool:
+        """Settle the work launched so far and wait for it (up to ``timeout``); True when
+        there was any (devices that launch ahead; nothing here)."""
+        return False
 
     def cancel(self, error: BaseException) -> None:
         """Report every op handed to this device from now on as failed with ``error``,

@@ -9,12 +9,29 @@ Conventions: ``ordinal`` is a *physical* CUDA device number; streams, events and
 opaque objects of the layer; device arrays are of the layer's array module ``xp``; host
 staging buffers are 1-D NumPy ``uint8`` arrays; every copy moves ``nbytes`` bytes between
 C-contiguous buffers and is asynchronous on the stream it is given (it may start only after
-the work queued on that stream before it).
+the work queued on that stream before it). Kernels are queued through ``launch``. The store's
+allocator over a GPU is :class:`~minerva.device.gpu_memory.DeviceAllocator`.
 """
 from __future__ import annotations
 
 import abc
-from typing import Any, ContextManager
+from typing import Any, Callable, ContextManager
+
+STICKY_CUDA_ERRORS = frozenset({
+    214,  # cudaErrorECCUncorrectable
+    700,  # cudaErrorIllegalAddress
+    702,  # cudaErrorLaunchTimeout
+    709,  # cudaErrorContextIsDestroyed
+    710,  # cudaErrorAssert (device-side assert)
+    714,  # cudaErrorHardwareStackError
+    715,  # cudaErrorIllegalInstruction
+    716,  # cudaErrorMisalignedAddress
+    717,  # cudaErrorInvalidAddressSpace
+    718,  # cudaErrorInvalidPc
+    719,  # cudaErrorLaunchFailure
+})
+"""CUDA error codes that poison the process's context on that GPU: every later CUDA call
+there fails the same way, and only a new process can use the GPU again."""
 
 
 class CudaLayer(abc.ABC):
@@ -37,7 +54,12 @@ class CudaLayer(abc.ABC):
     def mem_info(self, ordinal: int) -> tuple[int, int]:
         """``(free_bytes, total_bytes)`` of GPU ``ordinal`` now, as the driver reports them."""
 
-    # ---- streams and events ----------------------------------------------------------------
+    def is_sticky(self, error: BaseException) -> bool:
+        """Whether ``error`` (raised by a CUDA call) is one that poisons the GPU's context
+        for the rest of the process (``STICKY_CUDA_ERRORS``, by the error's ``status``)."""
+        return getattr(error, "status", None) in STICKY_CUDA_ERRORS
+
+    # ---- streams, events and kernels --------------------------------------------------------
 
     @abc.abstractmethod
     def new_stream(self, ordinal: int) -> Any:
@@ -50,7 +72,8 @@ class CudaLayer(abc.ABC):
 
     @abc.abstractmethod
     def record(self, event: Any, stream: Any) -> None:
-        """Record ``event`` on ``stream``: it completes when the work queued so far does."""
+        """Record ``event`` on ``stream`` (of the event's GPU): it completes when the work
+        queued so far does."""
 
     @abc.abstractmethod
     def wait(self, stream: Any, event: Any) -> None:
@@ -60,6 +83,18 @@ class CudaLayer(abc.ABC):
     def synchronize(self, event: Any) -> None:
         """Block the calling thread until ``event`` completed; raise the GPU's error if the
         work before it failed. Must not hold the GIL while waiting."""
+
+    @abc.abstractmethod
+    def query(self, event: Any) -> bool:
+        """Whether ``event`` completed, without waiting; raise the GPU's error if the work
+        before it failed."""
+
+    @abc.abstractmethod
+    def launch(self, stream: Any, kernel: Callable[[], None]) -> None:
+        """Queue the work ``kernel()`` issues through the array module on ``stream`` (the
+        calling thread is bound to ``stream``). CuPy queues asynchronously by itself, so
+        the real layer calls ``kernel()`` at once; the test double runs it later, when
+        the stream reaches it."""
 
     @abc.abstractmethod
     def bind(self, ordinal: int, stream: Any, allocator: Any) -> ContextManager:
@@ -76,8 +111,12 @@ class CudaLayer(abc.ABC):
 
     @abc.abstractmethod
     def free(self, chunk: Any) -> None:
-        """Give ``chunk`` back to the GPU (device memory is returned once no view of it
-        remains)."""
+        """Give ``chunk`` back to the GPU (``cudaFree``: it synchronizes the device)."""
+
+    @abc.abstractmethod
+    def trim(self) -> None:
+        """Free memory the array module caches on its own (CuPy's memory pools) and collect
+        garbage, so a failed allocation can be retried."""
 
     @abc.abstractmethod
     def view(self, chunk: Any, offset: int, nbytes: int, shape: tuple, dtype: Any) -> Any:
@@ -93,7 +132,8 @@ class CudaLayer(abc.ABC):
     @abc.abstractmethod
     def pinned(self, nbytes: int) -> Any:
         """A page-locked host buffer of ``nbytes`` bytes (1-D NumPy ``uint8``); it stays
-        valid while the returned array lives."""
+        valid while the returned array lives, and may be handed out again as soon as it
+        is gone (whatever copy still uses it)."""
 
     # ---- copies (asynchronous on ``stream``) -----------------------------------------------
 
@@ -124,26 +164,3 @@ class CudaLayer(abc.ABC):
     def enable_peer_access(self, ordinal: int, peer: int) -> bool:
         """Let GPU ``ordinal`` read ``peer``'s memory directly; False when the hardware
         cannot (then copies between them are staged through the host). Idempotent."""
-
-
-class DeviceAllocator:
-    """The store's :class:`~minerva.storage.base.Allocator` over one GPU's memory: chunks
-    come from ``layer.malloc`` and blocks are viewed as ``xp`` arrays."""
-
-    kind = "cuda"
-
-    def __init__(self, layer: CudaLayer, ordinal: int):
-        self.layer = layer
-        self.ordinal = ordinal
-
-    def malloc(self, nbytes: int) -> Any:
-        """A new chunk of ``nbytes`` bytes of the GPU's memory (MemoryError when full)."""
-        return self.layer.malloc(self.ordinal, nbytes)
-
-    def free(self, chunk: Any) -> None:
-        """Return ``chunk`` to the GPU."""
-        self.layer.free(chunk)
-
-    def view(self, chunk: Any, offset: int, nbytes: int, shape: tuple, dtype: Any) -> Any:
-        """``nbytes`` bytes of ``chunk`` at ``offset`` as an ``xp`` array."""
-        return self.layer.view(chunk, offset, nbytes, shape, dtype)

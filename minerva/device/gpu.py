@@ -11,19 +11,23 @@ process-wide :class:`CupyLayer` (tests replace it with a host-side double).
 from __future__ import annotations
 
 import contextlib
+import gc
 import threading
 
 import numpy
 
 from minerva.common.errors import DeviceError
 from minerva.common.logging import get_logger
-from minerva.device.cuda_layer import CudaLayer, DeviceAllocator
+from minerva.device.cuda_layer import CudaLayer
 from minerva.device.gpu_device import GpuDevice
+from minerva.device.gpu_memory import DeviceAllocator
 
 log = get_logger("minerva.device")
 
 INSTALL_HINT = ("install CuPy for your CUDA version: pip install 'minerva[gpu]' "
-                "(CUDA 13: pip install cupy-cuda13x)")
+                "(CUDA 13: pip install cupy-cuda13x; on a machine without the CUDA "
+                "toolkit, whose NVRTC and cuBLAS CuPy needs: pip install "
+                "'minerva[gpu-ctk]' or 'cupy-cuda13x[ctk]')")
 CUDA_ERROR_MEMORY_ALLOCATION = 2
 CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
 SPIN_WAIT = True
@@ -87,6 +91,15 @@ class CupyLayer(CudaLayer):
         """``cudaEventSynchronize`` (CuPy releases the GIL while it waits)."""
         event.synchronize()
 
+    def query(self, event) -> bool:
+        """``cudaEventQuery`` (raises the context's error, if any)."""
+        return bool(event.done)
+
+    def launch(self, stream, kernel) -> None:
+        """Call ``kernel()``: CuPy queues the kernels it launches on the current stream,
+        which the calling thread has bound to ``stream``."""
+        kernel()
+
     @contextlib.contextmanager
     def bind(self, ordinal: int, stream, allocator):
         """Current device, current stream and CuPy's allocator hook of this thread."""
@@ -109,8 +122,15 @@ class CupyLayer(CudaLayer):
             raise
 
     def free(self, chunk) -> None:
-        """Nothing to call: CuPy frees the chunk when its last reference (the store's
-        segments, any view) is gone."""
+        """Nothing to call: CuPy frees the chunk (``cudaFree``) when its last reference
+        (the allocator's slab, any view) is gone."""
+
+    def trim(self) -> None:
+        """Empty CuPy's own memory pools (device and pinned: memory that CuPy code outside
+        minerva's allocator hook cached) and collect garbage (dropped views free chunks)."""
+        gc.collect()
+        self.cupy.get_default_memory_pool().free_all_blocks()
+        self.cupy.get_default_pinned_memory_pool().free_all_blocks()
 
     def view(self, chunk, offset: int, nbytes: int, shape: tuple, dtype):
         """A CuPy array over the chunk's bytes at ``offset``."""
@@ -260,7 +280,7 @@ def create_gpu_device(device_id: int, ordinal: int, config, hooks, listener, mak
     ``MINERVA_VIRTUAL_GPUS``), its store made by ``make_store(allocator, device_id)``."""
     layer = load_cuda_layer()
     physical = physical_ordinal(ordinal, config.virtual_gpus, layer.device_count())
-    store = make_store(DeviceAllocator(layer, physical), device_id)
+    store = make_store(DeviceAllocator(layer, physical, cap=config.mem_limit), device_id)
     device = GpuDevice(device_id, store, hooks, listener, layer, ordinal, physical,
                        n_virtual=config.virtual_gpus)
     log.info("gpu_device_created", device_id=device_id, ordinal=ordinal, physical=physical,

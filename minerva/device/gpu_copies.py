@@ -18,10 +18,17 @@ its compute stream. The path depends on where the source lives:
            host-to-device here.
 =========  ===================================================================================
 
-Before reading another device's value the copy stream waits on the event of the op that
-wrote it. (The scheduler only starts a copy after its source completed, so the wait is a
-formality today; it keeps the copy correct on its own.) Staging buffers are kept until the
-copy's event completed.
+Ordering: a copy of a value of this device that is only launched waits (on the GPU) for the
+op that writes it (``GpuDevice.order_after``); a copy from another device waits on the event
+of the op that wrote the source (which has completed: the scheduler starts cross-device
+copies only then, so that wait is a formality that keeps the copy correct on its own).
+
+Staging buffers: CuPy's pinned pool hands a buffer out again as soon as it is dropped, so a
+buffer is put in its op's record (``Launched.keep``) *before* the copy using it is queued, and
+kept until the op's event (and, for a staged copy, the hop on the source's stream) has
+completed — also when queuing fails half-way. Sizes are rounded up (powers of two below
+64 MiB) so the pinned pool serves later transfers of nearby sizes without new pinned
+allocations, which synchronize the device.
 """
 from __future__ import annotations
 
@@ -31,11 +38,23 @@ import numpy as np
 
 COPY_STREAM = "copy"
 ROUTES = ("h2d", "d2h", "d2d", "peer", "staged")
+PINNED_MIN = 4096
+PINNED_POW2_MAX = 64 << 20
+PINNED_STEP = 8 << 20
 
 
 def host_bytes(array: np.ndarray) -> np.ndarray:
     """The bytes of a host array as a flat ``uint8`` view (a contiguous copy if needed)."""
     return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+
+
+def pinned_size(nbytes: int) -> int:
+    """The size of the pinned buffer that serves a transfer of ``nbytes`` bytes."""
+    if nbytes <= PINNED_MIN:
+        return PINNED_MIN
+    if nbytes <= PINNED_POW2_MAX:
+        return 1 << (nbytes - 1).bit_length()
+    return (nbytes + PINNED_STEP - 1) // PINNED_STEP * PINNED_STEP
 
 
 class CopyPaths:
@@ -54,35 +73,37 @@ class CopyPaths:
 
     # ---- copy-stream ops -------------------------------------------------------------------
 
-    def run(self, op):
+    def run(self, op, record) -> None:
         """Allocate the output of ``op`` (a ``copy`` or ``from_host``) on the copy stream and
-        queue its transfer; what must stay alive until the op's event completes."""
+        queue its transfer; host buffers it uses go to ``record.keep``."""
         (data,) = op.outputs
         self.device.allocate(data, COPY_STREAM)
         if op.op_def.name == "from_host":
-            return self.to_device(op.attrs["data"], data.array)
-        return self.copy_from(op.inputs[0], data.array)
+            self.to_device(op.attrs["data"], data.array, record)
+        else:
+            self.copy_from(op.inputs[0], data.array, record)
 
-    def copy_from(self, source, dst):
+    def copy_from(self, source, dst, record) -> None:
         """Queue the copy of data node ``source`` (on any device) into ``dst``."""
         src_device = self._source_device(source)
         route = self.route(src_device)
         if route == "h2d":
-            return self.to_device(source.array, dst)
+            self.to_device(source.array, dst, record)
+            return
         self._count(route)
-        stream = self.device.streams[COPY_STREAM]
         nbytes = dst.nbytes
         if route == "staged":
-            return self._staged(src_device, source, dst, nbytes)
-        self._wait_for(src_device, source, stream)
+            self._staged(src_device, source, dst, nbytes, record)
+            return
+        stream = self.device.streams[COPY_STREAM]
+        self._order(src_device, source, COPY_STREAM, record)
         if nbytes == 0:
-            return None
+            return
         if route == "d2d":
             self.layer.copy_d2d(dst, source.array, nbytes, stream)
         else:
             self.layer.copy_peer(dst, self.device.physical, source.array,
                                  src_device.physical, nbytes, stream)
-        return None
 
     def route(self, src_device) -> str:
         """The path a copy from ``src_device`` (None or a CPU device: the host) takes."""
@@ -92,18 +113,31 @@ class CopyPaths:
             return "d2d"
         return "peer" if self._peer_ok(src_device.physical) else "staged"
 
-    def to_device(self, host_array, dst):
+    def to_device(self, host_array, dst, record) -> None:
         """Queue host array ``host_array`` into device array ``dst`` through a pinned
-        buffer; the buffer (to keep until the copy completed)."""
+        buffer (kept in ``record``)."""
         self._count("h2d")
         src = host_bytes(host_array)
         nbytes = src.nbytes
         if nbytes == 0:
-            return None
-        staging = self.layer.pinned(nbytes)
+            return
+        staging = self.staging(nbytes)
+        record.keep.append(staging)
         staging[:] = src
         self.layer.copy_h2d(dst, staging, nbytes, self.device.streams[COPY_STREAM])
-        return staging
+
+    def staging(self, nbytes: int) -> np.ndarray:
+        """A pinned buffer of ``nbytes`` bytes (a view of a rounded-up one)."""
+        return self.layer.pinned(pinned_size(nbytes))[:nbytes]
+
+    def stage_flag(self, check, stream) -> tuple:
+        """Queue the read-back of a device-side check ``(flag, error)`` on ``stream``:
+        ``(host_bytes, error, flag)``, read once the op's event completed."""
+        flag, error = check
+        host = self.staging(max(flag.nbytes, 1))
+        host[:] = 0
+        self.layer.copy_d2h(host, flag, flag.nbytes, stream)
+        return host, error, flag
 
     # ---- reading back to the host ----------------------------------------------------------
 
@@ -116,41 +150,55 @@ class CopyPaths:
         nbytes = host.nbytes
         if nbytes == 0:
             return host
-        layer, physical = self.layer, self.device.physical
+        layer = self.layer
         stream = self.device.streams[COPY_STREAM]
-        staging = layer.pinned(nbytes)
-        if event is not None:
-            layer.wait(stream, event)
-        layer.copy_d2h(staging, src, nbytes, stream)
-        done = layer.new_event(physical)
-        layer.record(done, stream)
-        layer.synchronize(done)
+        staging = self.staging(nbytes)
+        try:
+            if event is not None:
+                layer.wait(stream, event)
+            layer.copy_d2h(staging, src, nbytes, stream)
+            done = layer.new_event(self.device.physical)
+            layer.record(done, stream)
+            layer.synchronize(done)
+        except Exception as err:
+            self.device.hold([staging], (COPY_STREAM,))  # the copy may still run
+            raise self.device.read_back_error(err, nbytes) from err
+        except BaseException:  # interrupted while waiting
+            self.device.hold([staging], (COPY_STREAM,))
+            raise
         host.reshape(-1).view(np.uint8)[:] = staging
         return host
 
     # ---- helpers ---------------------------------------------------------------------------
 
-    def _staged(self, src_device, source, dst, nbytes):
+    def _staged(self, src_device, source, dst, nbytes, record) -> None:
         """Device to pinned host buffer on the source's copy stream, then host to device
-        here once the first half is done; the buffer and the hop event (to keep)."""
+        here once the first half is done (the hop event is a fence of the buffer)."""
         if nbytes == 0:
-            return None
+            return
         layer = self.layer
         src_stream = src_device.streams[COPY_STREAM]
-        self._wait_for(src_device, source, src_stream)
-        staging = layer.pinned(nbytes)
+        staging = self.staging(nbytes)
+        record.keep.append(staging)
+        self._order(src_device, source, None, record, src_stream)
+        record.fences.append(None)  # the end of the first half is not marked yet
         layer.copy_d2h(staging, source.array, nbytes, src_stream)
         hop = layer.new_event(src_device.physical)
         layer.record(hop, src_stream)
+        record.fences[-1] = hop
         stream = self.device.streams[COPY_STREAM]
         layer.wait(stream, hop)
         layer.copy_h2d(dst, staging, nbytes, stream)
-        return staging, hop
 
-    def _wait_for(self, src_device, source, stream) -> None:
+    def _order(self, src_device, source, stream_name, record, stream=None) -> None:
+        """Order the transfer after the op that writes ``source``: on this device through
+        the device's bookkeeping, from another device by waiting on its event."""
+        if src_device is self.device and stream is None:
+            self.device.order_after(source, stream_name, record)
+            return
         event = src_device.event_of(source.block)
         if event is not None:
-            self.layer.wait(stream, event)
+            self.layer.wait(stream or self.device.streams[stream_name], event)
 
     def _source_device(self, source):
         """The device holding ``source``; None for a host array outside any device table."""

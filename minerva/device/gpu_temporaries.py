@@ -10,7 +10,9 @@ only later work of that stream can reuse it — after the queued kernels, in str
 The block is not freed inside the finalizer (which may run during garbage collection at any
 point, even while a store lock is held on the same thread): the finalizer appends it to a
 lock-free queue, and :meth:`TemporaryAllocator.drain` frees what is queued. The device drains
-after every op, and before it reads statistics or releases memory.
+after every op, and before it reads statistics or releases memory. A chunk the store hands
+back to the allocator while a temporary in it may still be read is fenced there
+(``DeviceAllocator.free``): reused only after the device's streams passed that moment.
 """
 from __future__ import annotations
 
@@ -49,7 +51,8 @@ class _TemporaryLabel:
 
 class TemporaryAllocator:
     """CuPy's allocator hook for one GPU device: ``allocator(nbytes)`` returns memory of a
-    block of ``store`` on stream ``stream_key``.
+    block of ``store`` on stream ``stream_key`` (through the store's ``DeviceAllocator``,
+    which knows where in its slabs a chunk lies).
 
     No lock: the per-thread current op lives in a ``threading.local``, the queue of dropped
     blocks is a ``collections.deque`` (appends and pops are atomic) and the store has its own
@@ -71,7 +74,7 @@ class TemporaryAllocator:
         block = self.store.alloc(nbytes, self.stream_key)
         block.label = _TemporaryLabel(getattr(self._local, "op", None))
         owner = _Return(block, self._dropped)
-        return self.layer.temporary(block.chunk, block.offset, nbytes, owner)
+        return self.store.allocator.temporary(block.chunk, block.offset, nbytes, owner)
 
     @property
     def n_dropped(self) -> int:

@@ -1,6 +1,6 @@
 """Activation backward ops, local response normalisation and dropout.
 
-- ``relu_backward(dy, x) = dy * (x > 0)``; ``sigmoid_backward(dy, y) = dy * y * (1 - y)``;
+- ``relu_backward(dy, x) = where(x > 0, dy, 0)``; ``sigmoid_backward(dy, y) = dy * y * (1 - y)``;
   ``tanh_backward(dy, y) = dy * (1 - y**2)`` (``y`` is the forward output).
 - ``lrn`` is Caffe's/AlexNet's cross-channel normalisation of ``(N, C, H, W)`` images:
   ``scale[c] = k + alpha/size * sum(x[c']**2 for c' in window(c))``, ``y = x * scale**-beta``,
@@ -29,7 +29,9 @@ def _same_shape_infer(op: str):
 
 
 def _relu_bwd_impl(xp, dy, x, *, out):
-    xp.multiply(dy, x > 0, out=out)
+    """``where(x > 0, dy, 0)``: a NaN or inf ``dy`` where ``x <= 0`` gives 0."""
+    out.fill(0)
+    xp.copyto(out, dy, where=x > 0)
 
 
 def _sigmoid_bwd_impl(xp, dy, y, *, out):

@@ -3,7 +3,11 @@
 All are numerically stable: the maximum along the axis is subtracted before ``exp``.
 ``cross_entropy(logits (N, K), labels (N,) int)`` is ``-log_softmax(logits)[n, labels[n]]``
 reduced by ``'mean'`` (a 0-d result), ``'sum'`` (0-d) or ``'none'`` (shape ``(N,)``). A label
-outside ``[0, K)`` fails the op with ``IndexError`` when it runs (checking it syncs a GPU).
+outside ``[0, K)`` fails the op with ``IndexError``: at once on host (NumPy) arrays; on a GPU
+the kernel computes a device-side flag and *returns* the check ``(flag, error)``, which the
+device reads once the op's work completed (reading it in the kernel would make the GPU's
+launcher wait for the whole stream). Callers that ignore the returned check (a jit replay)
+get CuPy's wrapped indices instead of the error.
 """
 from __future__ import annotations
 
@@ -68,16 +72,30 @@ def _ce_infer(logits: ArraySpec, labels: ArraySpec, *, reduction="mean"):
     return (spec(shape, logits.dtype),)
 
 
-def _picked_rows(xp, logits, labels):
-    """``(arange(N), labels)`` index pair, after checking every label is in ``[0, K)``."""
+def _label_check(logits, labels):
+    """Whether every label is in ``[0, K)``: raises IndexError at once for host arrays;
+    for device arrays returns the check ``(flag, error)`` for the device to read later
+    (None when there is nothing to check)."""
     k = logits.shape[1]
-    if labels.size and bool(((labels < 0) | (labels >= k)).any()):
-        raise IndexError(f"cross_entropy: a label is outside [0, {k})")
+    if not labels.size:
+        return None
+    bad = ((labels < 0) | (labels >= k)).any()
+    error = IndexError(f"cross_entropy: a label is outside [0, {k})")
+    if isinstance(bad, (bool, np.bool_)):
+        if bad:
+            raise error
+        return None
+    return bad, error
+
+
+def _picked_rows(xp, labels):
+    """The ``(arange(N), labels)`` index pair."""
     return xp.arange(labels.shape[0]), labels
 
 
 def _ce_impl(xp, logits, labels, *, out, reduction="mean"):
-    rows = _picked_rows(xp, logits, labels)
+    check = _label_check(logits, labels)
+    rows = _picked_rows(xp, labels)
     lsm = xp.empty_like(logits)
     _log_softmax_impl(xp, logits, out=lsm, axis=1)
     losses = -lsm[rows]
@@ -87,6 +105,7 @@ def _ce_impl(xp, logits, labels, *, out, reduction="mean"):
         out[...] = losses.sum()
     else:
         out[...] = losses.mean()
+    return check
 
 
 def _ce_bwd_infer(logits: ArraySpec, labels: ArraySpec, *dy: ArraySpec, reduction="mean"):
@@ -101,7 +120,8 @@ def _ce_bwd_infer(logits: ArraySpec, labels: ArraySpec, *dy: ArraySpec, reductio
 
 
 def _ce_bwd_impl(xp, logits, labels, *dy, out, reduction="mean"):
-    rows = _picked_rows(xp, logits, labels)
+    check = _label_check(logits, labels)
+    rows = _picked_rows(xp, labels)
     _softmax_impl(xp, logits, out=out, axis=1)
     out[rows] -= 1
     if reduction == "mean" and logits.shape[0]:
@@ -109,6 +129,7 @@ def _ce_bwd_impl(xp, logits, labels, *dy, out, reduction="mean"):
     if dy:
         scale = dy[0][:, None] if reduction == "none" else dy[0]
         out *= scale
+    return check
 
 
 register("softmax", _softmax_infer, _softmax_impl)

@@ -13,6 +13,10 @@ handles user code dropped. Who handles a task depends on the dispatch mode:
 - ``queued``: every RUN, COMPLETE and DELETE goes through the PriorityDispatcherQueue and
   is handled by the dispatcher threads, in order of kind, priority and arrival.
 
+Devices that order their own work (``Device.launches_ahead``: GPUs) also report an op
+*launched* (``LAUNCHED_REPORT`` in place of the error): its consumers on that device
+start at once, ordered after it by the device; completion comes later, in bulk.
+
 In both modes RELEASE tasks (posted by finalizers, which must never take the engine lock)
 go to the dispatcher threads, and dispatchers never execute kernels. ``n_dispatchers=0``
 builds a scheduler without threads that a test pumps with ``run_pending()``.
@@ -24,6 +28,8 @@ import time
 
 from minerva.common.config import DISPATCH_MODES
 from minerva.common.logging import get_logger
+from minerva.dag.nodes import LAUNCHED, RUNNING
+from minerva.device.base import LAUNCHED_REPORT
 from minerva.scheduler import state
 from minerva.scheduler.engine import Engine, op_failure
 from minerva.scheduler.queue import PriorityDispatcherQueue, TaskKind
@@ -70,13 +76,31 @@ class DagScheduler(Engine):
         for thread in self._threads:
             thread.start()
 
-    def on_device_complete(self, op, exc: BaseException | None) -> None:
-        """A device finished ``op`` (``exc`` set when it raised): its COMPLETE task."""
+    def on_device_complete(self, op, exc: BaseException | None):
+        """A device finished ``op`` (``exc`` set when it raised): its COMPLETE task. With
+        ``exc`` = ``LAUNCHED_REPORT``, the device only queued it (see ``on_launched``)."""
+        if exc is LAUNCHED_REPORT:
+            return self.on_launched(op)
         op.error = None if exc is None else op_failure(op, exc)
-        if self.inline:
+        if self.inline or op.state == LAUNCHED:
+            # a launched op's completion is applied in the order the device reports it
+            # (producers before consumers launched on them), not by racing dispatchers
             self._start(self._finish(op, op.error, exc is not None))
         else:
             self.queue.put(TaskKind.COMPLETE, op)
+
+    def on_launched(self, op) -> bool:
+        """A device that orders its own work queued ``op``: start its consumers on that
+        device (LAUNCHED, ``state.launch_op``). True when its completion is awaited (the
+        device should settle it promptly). Nothing happens when its completion was
+        reported first."""
+        with self._lock:
+            if op.state != RUNNING:
+                return False
+            ready, awaited = state.launch_op(op)
+        if ready:
+            self._start(ready)
+        return awaited
 
     def run_pending(self, max_tasks: int | None = None) -> int:
         """Handle queued tasks on the calling thread (for thread-less tests); the count."""

@@ -8,17 +8,24 @@ store) and ``_failures`` (op errors no ``wait_for_all`` has raised yet). Decisio
 released. Two lock-free deques carry work from threads that must not take the lock:
 ``_releases`` (storages dropped by finalizers) and ``_freed`` (counts of blocks freed
 outside the lock); both are applied the next time an engine thread holds the lock.
+
+Devices that launch ahead (``Device.launches_ahead``: GPUs) learn of completions lazily,
+in bulk; whoever needs one soon says so: a thread that waits (``wait``,
+``wait_for_all``, room for more ops, memory, shutdown) *urges* them while it waits, and a
+copy to another device of a value only launched, or a write that must wait for launched
+readers, *expedites* them once (see doc/design.md, "Launching ahead").
 """
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 import time
 
 from minerva.common.callsite import format_callsite
 from minerva.common.errors import CancelledError, MinervaError, OpError, WaitTimeoutError
 from minerva.common.logging import get_logger
-from minerva.dag.nodes import FAILED, Storage
+from minerva.dag.nodes import FAILED, LAUNCHED, Storage
 from minerva.scheduler import state
 
 log = get_logger("minerva.scheduler")
@@ -72,12 +79,14 @@ class Engine:
             if self.closed or self.n_inflight >= self.max_pending:
                 self.check_open()
                 self._wait_for_room_locked()
-            ready, dead = [], self._drain_releases_locked() if self._releases else None
+            ready, dead = [], self._drain_releases_locked() if self._releases else []
             args = [storage.current for storage in storages]
             for i, data in enumerate(args):
                 if data.device_id != device_id or storages[i].engine is not self:
-                    args[i] = self._foreign_locked(storages[i], device_id, created_at, ready)
-            bases = None if writes is None else self._bases_locked(writes, created_at, ready)
+                    args[i] = self._foreign_locked(storages[i], device_id, created_at,
+                                                   ready, dead)
+            bases = None if writes is None else \
+                self._bases_locked(writes, created_at, ready, dead)
             op = self._register_locked(op_def, attrs, args, out_specs, device_id,
                                        created_at, views, bases, ready)
             op.out_views = out_views
@@ -127,23 +136,26 @@ class Engine:
             self._start(ready)
         return [result]
 
-    def _foreign_locked(self, storage, device_id: int, created_at, ready: list):
+    def _foreign_locked(self, storage, device_id: int, created_at, ready: list, dead: list):
         """The version of ``storage`` an op on ``device_id`` reads: its copy there when it
         lives on another device (MinervaError for an array of another runtime)."""
         if storage.engine is not self:
             storage.engine.check_open()
             raise MinervaError("this NArray belongs to another minerva runtime")
-        return self._copy_locked(storage.current, device_id, created_at, ready)
+        return self._copy_locked(storage.current, device_id, created_at, ready, dead)
 
     def copy_to(self, storage, device_id: int, created_at) -> Storage:
         """A new storage holding ``storage``'s current value on ``device_id`` (copied at
         most once per value and device, while the value lives)."""
         with self._lock:
             self.check_open()
-            ready = []
-            copy = self._copy_locked(storage.current, device_id, created_at, ready)
+            ready, dead = [], []
+            copy = self._copy_locked(storage.current, device_id, created_at, ready, dead)
             copy.extern_rc += 1
             result = Storage(copy, self)
+            blocks = self._delete_locked(dead) if dead else None
+        if blocks:
+            self._free_blocks(blocks)
         self._start(ready)
         return result
 
@@ -165,7 +177,8 @@ class Engine:
         """Block until ``data`` is computed; raise its stored error."""
         if data.state < state.COMPLETED or self.forked:
             self._check_usable()
-            self._wait_pending(data, timeout)
+            with self._urging():
+                self._wait_pending(data, timeout)
         if data.error is not None:
             data.error.reported = True
             raise data.error.fresh()
@@ -174,7 +187,7 @@ class Engine:
         """Block until every registered op has finished and dead storage is freed; then
         raise the first failure not yet reported (once)."""
         self.flush_releases()
-        with self._lock:
+        with self._lock, self._urging():
             if not self._sleep_until(self._all_settled, timeout):
                 raise WaitTimeoutError(
                     f"wait_for_all: {self.n_inflight} ops still pending after {timeout}s")
@@ -183,12 +196,14 @@ class Engine:
             raise failure
 
     def reclaim(self, timeout: float) -> bool:
-        """Let pending deletes finish (memory pressure); True if any handle releases or
-        deletes were pending (so memory may have been freed)."""
+        """Let devices that launch ahead settle what they launched, and pending deletes
+        finish (memory pressure); True if any launched work, handle releases or deletes
+        were pending (so memory may have been freed)."""
         had_releases = bool(self._releases)
+        had_launched = self._flush_launched(timeout)
         self.flush_releases()
         with self._lock:
-            had_pending = had_releases or self.n_deleting > 0
+            had_pending = had_releases or had_launched or self.n_deleting > 0
             self._n_reclaimers += 1
             try:
                 self._sleep_until(self._deletes_done, timeout)
@@ -276,17 +291,20 @@ class Engine:
             ready.append(op)
         return op
 
-    def _copy_locked(self, data, device_id: int, created_at, ready: list):
+    def _copy_locked(self, data, device_id: int, created_at, ready: list, dead: list):
         """``data``'s copy on ``device_id``: the cached one, or a new copy op (a failed
-        copy is dropped from the cache and made again)."""
+        copy is dropped from the cache and made again; appended to ``dead`` when nothing
+        else holds it)."""
         copies = data.copies
         cached = copies.get(device_id) if copies else None
         if cached is not None:
             if cached.state != FAILED:
                 return cached
             if state.uncache_copy(cached):
-                self._delete_later(cached)
+                dead.append(cached)
         self.devices.get(device_id)
+        if data.state == LAUNCHED:  # it is needed on another device: learn of it soon
+            self.devices.table[data.device_id].expedite()
         op = self._register_locked(self.copy_op, {}, [data], (data.spec,), device_id, created_at,
                                    None, None, ready)
         copy = op.outputs[0]
@@ -296,9 +314,10 @@ class Engine:
         data.copies[device_id] = copy
         return copy
 
-    def _bases_locked(self, writes, created_at, ready: list) -> list:
+    def _bases_locked(self, writes, created_at, ready: list, dead: list) -> list:
         """The versions the outputs overwrite. A version another storage or a copy cache
-        also holds is copied first (copy on write): the copy becomes the storage's."""
+        also holds is copied first (copy on write): the copy becomes the storage's (and
+        the version it replaced goes to ``dead`` when that was its last holder)."""
         bases = []
         for storage in writes:
             if storage is None:
@@ -309,8 +328,10 @@ class Engine:
                 op = self._register_locked(self.copy_op, {}, [base], (base.spec,), base.device_id,
                                            created_at, None, None, ready)
                 if state.release_handle(base):
-                    self._delete_later(base)
+                    dead.append(base)
                 base = storage.current = op.outputs[0]
+            if base.rc and any(d.launches_ahead for d in self.devices.table):
+                self._expedite_all()  # the write waits for readers that may be launched
             bases.append(base)
         return bases
 
@@ -355,12 +376,6 @@ class Engine:
             if state.release_handle(data):
                 dead.append(data)
         return dead
-
-    def _delete_later(self, data) -> None:
-        """A node died outside a completion (a dropped cache entry): queue its delete."""
-        data.dead = False
-        data.extern_rc += 1
-        self._releases.append(data)
 
     def _delete_locked(self, dead: list) -> list:
         """Remove dead nodes (and copies that die with them); their blocks, to free after
@@ -410,12 +425,48 @@ class Engine:
     def _settle(self, timeout) -> bool:
         """Wait until nothing is in flight or being deleted (False on timeout)."""
         self.flush_releases()
-        with self._lock:
+        with self._lock, self._urging():
             return self._sleep_until(self._all_settled, timeout)
 
     def _wait_for_room_locked(self) -> None:
         if self.n_inflight >= self.max_pending:
-            self._sleep_until(lambda: self.n_inflight <= self._low_water, None)
+            with self._urging():
+                self._sleep_until(lambda: self.n_inflight <= self._low_water, None)
+
+    # ---- devices that launch ahead --------------------------------------------------------
+
+    def _ahead_devices(self) -> list:
+        return [d for d in self.devices.table if d.launches_ahead]
+
+    @contextlib.contextmanager
+    def _urging(self):
+        """While the caller waits, devices that launch ahead settle their completions
+        promptly (they wait on their newest work instead of polling). Safe under the lock:
+        ``Device.urge`` takes only the device's own lock."""
+        devices = self._ahead_devices()
+        for device in devices:
+            device.urge(1)
+        try:
+            yield
+        finally:
+            for device in devices:
+                device.urge(-1)
+
+    def _expedite_all(self) -> None:
+        """Ask every device that launches ahead to settle what it launched so far soon."""
+        for device in self.devices.table:
+            if device.launches_ahead:
+                device.expedite()
+
+    def _flush_launched(self, timeout) -> bool:
+        """Let devices that launch ahead settle what they launched so far (the frees of
+        what it read follow); True when any had unsettled work."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        had = False
+        for device in self._ahead_devices():
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            had = device.flush_launched(left) or had
+        return had
 
     def _sleep_until(self, predicate, timeout) -> bool:
         self._n_sleepers += 1

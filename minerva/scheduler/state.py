@@ -8,8 +8,16 @@ directly and assert whole runtime-info tables.
 Lifecycle of an op: ``register_op`` (state PENDING, ``n_waiting`` = inputs not computed
 + earlier readers of what it overwrites + 1 registration hold) -> ``release_hold`` (READY
 when nothing is outstanding) -> ``start_run`` (RUNNING; returns an input's error when the
-op is poisoned) -> ``complete_op`` (COMPLETED or FAILED; wakes consumers and writers,
+op is poisoned) -> [``launch_op`` (LAUNCHED), on devices that order their own work] ->
+``complete_op`` (COMPLETED or FAILED; wakes consumers and writers,
 drops input counts, hands overwritten buffers to the new versions).
+
+Launching ahead: a device that orders its own work (a GPU's streams) reports an op
+``launch_op`` (LAUNCHED) when its work is queued, before it is done. Consumers *on that
+device* waiting only for it become ready (the device orders them after it); every other
+consumer, a host waiter, a writer waiting for it to finish reading (write after read) and
+the deletes of what it reads still wait for ``complete_op``. A consumer that started on a
+launched input (``OpNode.ahead``) fails with that input if the input's op fails later.
 
 An op that runs at once on the calling thread (tiny, inputs computed) skips the op node:
 ``begin_direct`` counts its reads and inserts its output, ``end_direct`` settles it.
@@ -22,7 +30,8 @@ dead node is marked once and handed back to the caller, who frees it with ``dele
 """
 from __future__ import annotations
 
-from minerva.dag.nodes import COMPLETED, FAILED, READY, RUNNING, DataNode, OpNode
+from minerva.dag.nodes import (COMPLETED, FAILED, LAUNCHED, READY, RUNNING, DataNode,
+                               OpNode)
 from minerva.dag.physical_dag import PhysicalDag
 
 
@@ -31,7 +40,9 @@ def register_op(dag: PhysicalDag, op_def, attrs: dict, args: list, out_specs,
     """Create an op node with its outputs, count its inputs, and insert it (still held).
 
     ``args`` are the kernel's input versions, read through ``views``; ``bases`` (None, or
-    one version or None per output) are the versions the outputs overwrite."""
+    one version or None per output) are the versions the outputs overwrite. An input
+    launched on ``device_id`` itself counts as computed (the device orders the op after
+    it)."""
     op = OpNode(op_def, attrs, args, device_id, created_at)
     op.views = views
     if bases is not None:
@@ -42,7 +53,8 @@ def register_op(dag: PhysicalDag, op_def, attrs: dict, args: list, out_specs,
     n_waiting = op.n_waiting
     for data in op.inputs:
         data.rc += 1
-        if data.state < COMPLETED:
+        st = data.state
+        if st < COMPLETED and (st != LAUNCHED or data.device_id != device_id):
             n_waiting += 1
             if data.waiting_ops is None:
                 data.waiting_ops = [op]
@@ -126,18 +138,65 @@ def release_hold(op: OpNode) -> bool:
 
 
 def start_run(op: OpNode):
-    """Mark the op running; return the first failed input's error (the op is poisoned)."""
+    """Mark the op running; return the first failed input's error (the op is poisoned).
+    An input only launched so far marks the op ``ahead``."""
     op.state = RUNNING
     for data in op.inputs:
         if data.error is not None:
             return data.error
+        if data.state == LAUNCHED:
+            op.ahead = True
     return None
+
+
+def launch_op(op: OpNode) -> tuple[list[OpNode], bool]:
+    """A device that orders its own work queued ``op`` (not yet done): its outputs are
+    LAUNCHED, a write's new version takes over the old buffer now, and consumers on the
+    same device waiting only for it become ready. Returns ``(ready_ops, awaited)``:
+    ``awaited`` is True when something must learn of its completion soon (a consumer on
+    another device, a host waiter, a writer waiting for it to finish reading)."""
+    op.state = LAUNCHED
+    device_id = op.device_id
+    ready: list[OpNode] = []
+    awaited = False
+    for out in op.outputs:
+        if out.base is not None:
+            _take_over(out)
+        out.state = LAUNCHED
+        if out.waiting_ops is not None:
+            awaited = _wake_on_device(out, device_id, ready) or awaited
+        if out.waiter is not None:
+            awaited = True
+    for data in op.inputs:
+        if data.writer is not None:
+            awaited = True
+    return ready, awaited
+
+
+def _wake_on_device(out: DataNode, device_id: int, ready: list) -> bool:
+    """Consumers of launched ``out`` on ``device_id`` count it; True when others remain."""
+    later = None
+    for consumer in out.waiting_ops:
+        if consumer.device_id != device_id:
+            if later is None:
+                later = []
+            later.append(consumer)
+            continue
+        consumer.n_waiting -= 1
+        if consumer.n_waiting == 0:
+            consumer.state = READY
+            ready.append(consumer)
+    out.waiting_ops = later
+    return later is not None
 
 
 def complete_op(dag: PhysicalDag, op: OpNode, error) -> tuple[list[OpNode], list[DataNode]]:
     """Finish ``op`` (failed when ``error`` is set): settle outputs, wake consumers, drop
-    input counts (releasing writers whose earlier readers are done). Returns
+    input counts (releasing writers whose earlier readers are done). An op that started on
+    a launched input fails with it when that input failed since. Returns
     ``(ready_ops, dead_data)``."""
+    if error is None and op.ahead:
+        error = _input_error(op)
     final = COMPLETED if error is None else FAILED
     op.state = final
     op.error = error
@@ -159,10 +218,18 @@ def complete_op(dag: PhysicalDag, op: OpNode, error) -> tuple[list[OpNode], list
         data.rc -= 1
         if data.writer is not None and data.rc == data.writer_refs:
             _release_writer(data, ready)
-        if data.rc == 0 and data.extern_rc == 0 and not data.dead:
+        if data.rc == 0 and data.extern_rc == 0 and not data.dead \
+                and data.state >= COMPLETED:  # else its producer's completion frees it
             data.dead = True
             dead.append(data)
     return ready, dead
+
+
+def _input_error(op: OpNode):
+    for data in op.inputs:
+        if data.error is not None:
+            return data.error
+    return None
 
 
 def _release_writer(data: DataNode, ready: list) -> None:
@@ -236,5 +303,5 @@ def _is_dead(data: DataNode) -> bool:
             and not data.dead)
 
 
-__all__ = ["register_op", "release_hold", "start_run", "complete_op", "release_handle",
-           "delete_data", "uncache_copy", "begin_direct", "end_direct"]
+__all__ = ["register_op", "release_hold", "start_run", "launch_op", "complete_op",
+           "release_handle", "delete_data", "uncache_copy", "begin_direct", "end_direct"]

@@ -11,8 +11,11 @@
    - PyTorch eager on the same GPU (cuDNN convolutions, autograd, ``torch.optim.SGD``).
 
 The ratio minerva / PyTorch is the issue's goal (at least 0.8); minerva / raw CuPy isolates
-the runtime's cost from the kernels' quality. On a machine without a GPU the scenario prints
-``skipped: no GPU`` and returns.
+the runtime's cost from the kernels' quality. A GPU device launches dependent kernels ahead
+of their inputs' completion (doc/devices.md, "Launching ahead"); the figures also report how
+the device learnt of completions (found by polling, or waited for). Raw CuPy fills CuPy's
+own memory pool in the same process; minerva empties it when its own allocation fails. On a
+machine without a GPU the scenario prints ``skipped: no GPU`` and returns.
 """
 from __future__ import annotations
 
@@ -249,7 +252,8 @@ def run(args) -> dict:
         return {"skipped": "no GPU"}
     import cupy
     torch = _import_torch()
-    mv.set_device(mv.create_gpu_device(0))
+    device = mv.create_gpu_device(0)
+    mv.set_device(device)
     versions = _versions(cupy, torch)
     print(f"\n== gpu on {versions['gpu']} (CuPy {versions['cupy']}, torch {versions['torch']})")
     ops = per_op(cupy, 200 if args.quick else 1000, args.repeat)
@@ -258,9 +262,11 @@ def run(args) -> dict:
            ("independent batch", f"{ops['mv_batch']:.1f}", f"{ops['cp_batch']:.1f}")],
           ("graph", "minerva", "raw cupy"))
     steps = _cnn(cupy, torch, 3 if args.quick else 10, args.repeat)
+    completions = mv.device_info(device)["completions"]
+    print("  completions: " + ", ".join(f"{k} {v}" for k, v in completions.items()))
     mv.shutdown()
     return {"versions": versions, "per_op_us": ops, "images_per_s": steps,
-            "ratios": _ratios(steps)}
+            "ratios": _ratios(steps), "completions": completions}
 
 
 def _cnn(cupy, torch, n_steps: int, repeat: int) -> dict:
