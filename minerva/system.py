@@ -162,14 +162,32 @@ def running() -> System | None:
     return Runtime.system
 
 
+STOP_HOOKS: list = []
+"""Called after every runtime stop (the communication thread of ``minerva.distributed``
+stops there)."""
+
+
+def add_stop_hook(hook) -> None:
+    """Call ``hook()`` after every later runtime stop (once per hook)."""
+    if hook not in STOP_HOOKS:
+        STOP_HOOKS.append(hook)
+
+
 def stop(timeout: float | None = SHUTDOWN_TIMEOUT) -> None:
-    """Shut the running System down (no-op when none runs). Ctrl-C while it waits for
-    pending work cancels that work, lets running kernels finish, stops every thread and
-    then raises the KeyboardInterrupt (see ``Engine.shutdown``)."""
+    """Shut the running System down (no-op when none runs), then run the stop hooks.
+    Ctrl-C while it waits for pending work cancels that work, lets running kernels finish,
+    stops every thread and then raises the KeyboardInterrupt (see ``Engine.shutdown``)."""
     with Runtime.lock:
         system, Runtime.system = Runtime.system, None
-    if system is not None:
-        system.shutdown(timeout)
+    try:
+        if system is not None:
+            system.shutdown(timeout)
+    finally:
+        for hook in list(STOP_HOOKS):
+            try:
+                hook()
+            except Exception:  # a hook must not keep the others (or shutdown) from running
+                log.exception("stop_hook_failed", hook=repr(hook))
 
 
 def _forget_parent_runtime() -> None:

@@ -39,7 +39,12 @@ class CpuDevice(Device):
         self._worker_id = self._thread.ident
 
     def submit(self, op) -> None:
-        """Queue ``op`` for the worker thread (which runs its ready ops oldest first)."""
+        """Queue ``op`` for the worker thread (which runs its ready ops oldest first); a
+        deferred op (a collective) starts at once: it only hands its work to another
+        thread, and waiting behind older ops would delay it for nothing."""
+        if op.op_def.deferred and self.cancelled is None:
+            self.start_deferred(op)
+            return
         if get_ident() == self._worker_id:
             self._queue.put_own(op)
         else:

@@ -14,7 +14,7 @@ import time
 from typing import Callable
 
 SCENARIOS: dict[str, Callable] = {}
-MODULES = ("dispatch", "memory", "conv", "overlap", "steps", "gpu", "trace")
+MODULES = ("dispatch", "memory", "conv", "overlap", "steps", "gpu", "trace", "jit", "dist")
 
 
 def scenario(name: str):

@@ -1,0 +1,116 @@
+"""The MPI transport, over mpi4py: non-blocking collectives on NumPy buffers (the buffer
+protocol, never pickle), each polled until a deadline instead of a blocking call, so a
+rank that stops answering makes the others fail instead of hang.
+
+This is the only module that imports ``mpi4py``, and only in :meth:`MpiTransport.create`
+(``import minerva`` and ``import minerva.distributed`` never load MPI). MPI is finalized
+at exit only when no collective broke: finalizing with a collective left hanging could
+block; skipping it makes the launcher end the other ranks.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minerva.common.logging import get_logger
+from minerva.distributed.errors import DistributedError
+from minerva.distributed.header import HEADER_LEN
+from minerva.distributed.transport import Transport, poll
+
+log = get_logger("minerva.distributed")
+INSTALL_HINT = "pip install 'minerva[dist]' (mpi4py and an MPI such as mpich)"
+
+
+def load_mpi():
+    """mpi4py's ``MPI`` module, without its finalize-at-exit (the transport decides);
+    DistributedError saying how to install it when it is missing."""
+    try:
+        import mpi4py
+    except ImportError as err:
+        raise DistributedError("this process was started by an MPI launcher but mpi4py "
+                               f"is not installed: {INSTALL_HINT}") from err
+    mpi4py.rc.finalize = False  # ignored when MPI was imported already
+    try:
+        from mpi4py import MPI
+    except ImportError as err:  # mpi4py without a usable MPI library
+        raise DistributedError(f"mpi4py cannot load an MPI library ({err}); "
+                               f"{INSTALL_HINT}") from err
+    return MPI
+
+
+class MpiTransport(Transport):
+    """Collectives over a private duplicate of ``MPI.COMM_WORLD`` (user traffic on the
+    world communicator never mixes with ours)."""
+
+    name = "mpi"
+
+    def __init__(self, mpi, comm, timeout: float):
+        super().__init__()
+        self.mpi = mpi
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self.timeout = timeout
+        self.ops = {"sum": mpi.SUM, "max": mpi.MAX, "min": mpi.MIN}
+
+    @classmethod
+    def create(cls, timeout: float) -> "MpiTransport":
+        """Initialise MPI (if needed) and duplicate the world communicator."""
+        mpi = load_mpi()
+        if not mpi.Is_initialized():
+            mpi.Init_thread(mpi.THREAD_MULTIPLE)
+        comm = mpi.COMM_WORLD.Dup()
+        transport = cls(mpi, comm, timeout)
+        log.info("dist_mpi_ready", rank=transport.rank, size=transport.size,
+                 library=mpi.Get_library_version().splitlines()[0].strip(),
+                 thread_level=mpi.Query_thread())
+        return transport
+
+    def exchange(self, header, deadline):
+        """Every rank's header (``Iallgather`` of int64)."""
+        table = np.empty((self.size, HEADER_LEN), np.int64)
+        request = self.comm.Iallgather(header, table)
+        self._wait(request, deadline, "exchanging collective headers")
+        return table
+
+    def allreduce(self, send, recv, op, deadline):
+        """``Iallreduce`` (in place when ``send`` is ``recv``)."""
+        source = self.mpi.IN_PLACE if send is recv else send
+        request = self.comm.Iallreduce(source, recv, self.ops[op])
+        self._wait(request, deadline, "allreduce", data=True)
+
+    def broadcast(self, buf, root, deadline):
+        """``Ibcast`` of ``buf``'s bytes."""
+        request = self.comm.Ibcast([_bytes(buf), self.mpi.BYTE], root=root)
+        self._wait(request, deadline, "broadcast", data=True)
+
+    def allgather(self, send, recv, deadline):
+        """``Iallgather`` of bytes."""
+        request = self.comm.Iallgather([_bytes(send), self.mpi.BYTE],
+                                       [_bytes(recv), self.mpi.BYTE])
+        self._wait(request, deadline, "allgather", data=True)
+
+    def barrier(self, deadline):
+        """``Ibarrier``."""
+        self._wait(self.comm.Ibarrier(), deadline, "barrier")
+
+    def finalize(self, healthy: bool) -> None:
+        """Free our communicator and finalize MPI — only when nothing broke."""
+        mpi = self.mpi
+        if not healthy:
+            log.warning("dist_mpi_not_finalized", rank=self.rank,
+                        reason=self.interrupted or "a collective broke")
+            return
+        try:
+            self.comm.Free()
+            if not mpi.Is_finalized():
+                mpi.Finalize()
+        except Exception as err:  # at exit: report, never raise
+            log.warning("dist_mpi_finalize_failed", rank=self.rank, error=repr(err))
+
+    def _wait(self, request, deadline, what: str, data: bool = False) -> None:
+        poll(request.Test, deadline, self, what, self.timeout, data)
+
+
+def _bytes(array: np.ndarray) -> np.ndarray:
+    """A contiguous array's bytes, as a flat uint8 view."""
+    return array.reshape(-1).view(np.uint8)
