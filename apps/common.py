@@ -1,9 +1,9 @@
 """What the MNIST apps share: the command line, devices, data, and ``main``.
 
-An app describes its model with an :class:`App` (parameters, forward and backward, the
-shape of one image) and calls :func:`main`; the training loop is in ``apps/train.py`` and
-the reporting (progress bar, log lines, plot, trace, JSON results, summary) in
-``apps/report.py``.
+An app describes its model with an :class:`App` (parameters, forward and hand-written
+backward, the shape of one image) and calls :func:`main`; the training loop is in
+``apps/train.py`` and the reporting (progress bar, log lines, plot, trace, JSON results,
+summary) in ``apps/report.py``.
 """
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from apps import layers
 
 SMOKE_SIZES = {"train": 2560, "val": 500, "test": 1000}
 SMOKE_EPOCHS = 1
+OPTIMIZERS = ("sgd", "adam")
+ADAM_LR = 1e-3   # Adam's default learning rate (the apps' --lr defaults are SGD's)
 
 
 class AppError(Exception):
@@ -33,9 +35,10 @@ class App:
     """An app's model and settings.
 
     ``forward(params, x)`` returns the logits of images ``x`` and what ``backward(params,
-    cache, dlogits)`` needs to return the gradients of every parameter; ``image_shape`` is
-    one image as the model reads it; ``defaults`` overrides flag defaults; ``train_step``
-    (see ``apps/train.py``) runs one step over the app's devices; ``max_devices`` is how
+    cache, dlogits)`` (the hand-written backward pass, ``--manual-backward``) needs to
+    return the gradients of every parameter; ``image_shape`` is one image as the model
+    reads it; ``defaults`` overrides flag defaults; ``make_step`` builds the training step
+    over the app's devices (default: ``train.Step``, one device); ``max_devices`` is how
     many devices it can use (None: any number).
     """
 
@@ -45,7 +48,7 @@ class App:
     backward: Callable
     image_shape: tuple
     defaults: dict = dataclasses.field(default_factory=dict)
-    train_step: Callable | None = None
+    make_step: Callable | None = None
     max_devices: int | None = 1
 
     def loss_and_grads(self, params: dict, x, labels, n_total: int) -> tuple:
@@ -78,12 +81,17 @@ def make_parser(app: App, description: str | None) -> argparse.ArgumentParser:
                    f"{d['epochs']}; {SMOKE_EPOCHS} with --smoke)")
     p.add_argument("--batch-size", type=int, default=d["batch_size"],
                    help="images per step, over all devices (default: %(default)s)")
-    p.add_argument("--lr", type=float, default=d["lr"],
-                   help="learning rate (default: %(default)s)")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default="sgd",
+                   help="sgd (with --momentum) or adam (default: %(default)s)")
+    p.add_argument("--lr", type=float, help=f"learning rate (default: {d['lr']} for sgd, "
+                   f"{ADAM_LR} for adam)")
     p.add_argument("--lr-decay", type=float, default=d["lr_decay"],
                    help="learning rate factor per epoch (default: %(default)s)")
     p.add_argument("--momentum", type=float, default=d["momentum"],
                    help="SGD momentum (default: %(default)s)")
+    p.add_argument("--manual-backward", action="store_true",
+                   help="use the hand-written backward passes of apps/layers.py instead "
+                   "of recording the forward pass with mv.autograd")
     p.add_argument("--max-steps", type=int, help="stop training after this many steps")
     p.add_argument("--seed", type=int, default=0, help="seed of weights and shuffling")
     p.add_argument("--data-dir", help="folder with mnist.npz or the IDX files")
@@ -115,6 +123,8 @@ def parse_args(app: App, argv=None, description: str | None = None) -> argparse.
     args = parser.parse_args(argv)
     if args.epochs is None:
         args.epochs = SMOKE_EPOCHS if args.smoke else settings(app)["epochs"]
+    if args.lr is None:
+        args.lr = ADAM_LR if args.optimizer == "adam" else settings(app)["lr"]
     for name in ("epochs", "batch_size", "max_steps"):
         value = getattr(args, name)
         if value is not None and value < 1:

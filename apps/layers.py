@@ -1,30 +1,37 @@
-"""Layer forward and backward passes written with minerva's public ops.
+"""Layer forward and hand-written backward passes written with minerva's public ops.
 
-minerva has no autograd: a model calls these forward functions, keeps what the backward
-passes need, and calls the backward functions in reverse order. Every function only builds
-ops and returns at once; nothing here waits for a result.
+By default the apps record the forward pass and let ``mv.autograd`` build the backward
+pass. With ``--manual-backward`` a model calls these forward functions, keeps what the
+backward passes need, and calls the backward functions in reverse order, as Minerva apps
+always did; the gradient rules of ``mv.autograd`` use the same backward kernels. Every
+function only builds ops and returns at once; nothing here waits for a result. Parameters
+are float32, as the images are.
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import minerva as mv
+
+DTYPE = np.float32
 
 
 # ---------------------------------------------------------------- parameters
 def he_normal(shape, fan_in: int):
     """Weights drawn from N(0, 2 / fan_in) (He init, for ReLU layers)."""
-    return mv.randn(tuple(shape), sigma=math.sqrt(2.0 / fan_in))
+    return mv.randn(tuple(shape), sigma=math.sqrt(2.0 / fan_in), dtype=DTYPE)
 
 
 def dense_params(n_in: int, n_out: int) -> tuple:
     """``(w, b)`` of a dense layer: w (n_in, n_out), b (n_out,) zero."""
-    return he_normal((n_in, n_out), n_in), mv.zeros((n_out,))
+    return he_normal((n_in, n_out), n_in), mv.zeros((n_out,), dtype=DTYPE)
 
 
 def conv_params(c_in: int, c_out: int, k: int) -> tuple:
     """``(w, b)`` of a k x k convolution: w (c_out, c_in, k, k), b (c_out,) zero."""
-    return he_normal((c_out, c_in, k, k), c_in * k * k), mv.zeros((c_out,))
+    return he_normal((c_out, c_in, k, k), c_in * k * k), mv.zeros((c_out,), dtype=DTYPE)
 
 
 # ---------------------------------------------------------------- dense

@@ -25,10 +25,12 @@ log = structlog.wrap_logger(  # its own settings: minerva's MINERVA_LOG level do
 
 
 class History:
-    """Losses, accuracies and times of a run, and its per-epoch log lines."""
+    """Losses, accuracies and times of a run, and its per-epoch log lines; ``settings``
+    says how it trained (``backward``: autograd or manual; ``optimizer``)."""
 
-    def __init__(self, app_name: str, devices: list[int]):
+    def __init__(self, app_name: str, devices: list[int], settings: dict | None = None):
         self.app, self.devices = app_name, list(devices)
+        self.settings = dict(settings or {})
         self.losses: list[tuple[int, float]] = []   # (images seen, mean loss since last)
         self.epochs: list[dict] = []
         self.test_acc: float | None = None
@@ -57,7 +59,7 @@ class History:
     def as_dict(self) -> dict:
         """Everything recorded, as JSON-ready values (4 significant digits)."""
         epochs = [{k: _short(v) for k, v in e.items()} for e in self.epochs]
-        return dict(app=self.app, devices=self.devices, epochs=epochs,
+        return dict(app=self.app, devices=self.devices, **self.settings, epochs=epochs,
                     losses=[_short(loss) for _, loss in self.losses],
                     test_acc=self.test_acc)
 
@@ -183,6 +185,9 @@ def summary(args, history: History) -> list[str]:
         f"{steps / seconds:.1f} steps/s, {history.train_images / seconds:.0f} images/s",
         f"  devices        {device_names(history.devices)}",
         f"  results        {args.json or 'not saved (--json PATH writes them)'}"]
+    if history.settings:
+        how = history.settings
+        lines.insert(-2, f"  training       {how['optimizer']}, {how['backward']} backward")
     lines += [f"  {name:<15}{path}" for name, path in
               (("plot", args.plot), ("trace", args.trace)) if path]
     return lines

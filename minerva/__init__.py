@@ -6,7 +6,7 @@ API.md and doc/ for the contract.
 """
 import sys as _sys
 
-from minerva import autograd, methods, nn, random, trace  # noqa: F401  (methods: operators)
+from minerva import autograd, methods, nn, optim, random, trace  # noqa: F401  (methods: operators)
 from minerva.jit import JitError, jit  # noqa: F401
 from minerva.common.errors import (  # noqa: F401
     CancelledError, DeviceError, DTypeError, MinervaError, OpError, OutOfMemoryError,

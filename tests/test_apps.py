@@ -1,6 +1,8 @@
-"""The MNIST example apps: smoke runs as subprocesses (loss falls, accuracy beats a floor;
-results in the ``--json`` file, a short summary on stdout), the flags, and data-parallel
-training over several devices gives the weights of one-device training.
+"""The MNIST example apps: smoke runs as subprocesses, with autograd (the default) and with
+``--manual-backward`` side by side (loss falls, accuracy beats a floor; results in the
+``--json`` file, a short summary on stdout), the flags, and equivalences: the recorded and
+the hand-written backward pass give the same steps, data-parallel training over several
+devices gives the weights of one-device training, and parameters are updated in place.
 
 The smoke runs need real MNIST (downloaded once, ~20 MB, then cached); without it they are
 skipped. The equivalence tests use random images and need nothing.
@@ -12,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,12 +22,14 @@ import pytest
 
 import minerva as mv
 from apps import common, mnist_cnn, mnist_cnn_2gpu, mnist_mlp, report, train
+from minerva import optim
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_TIMEOUT = 90       # seconds for one app run
+PAIR_TIMEOUT = 180     # seconds for two app runs side by side (a busy machine halves speed)
 DATA_TIMEOUT = 150     # seconds to fetch MNIST the first time
 ACC_FLOOR = {"mnist_mlp": 0.7, "mnist_cnn": 0.7, "mnist_cnn_2gpu": 0.7}
-RESULT_KEYS = {"app", "devices", "epochs", "losses", "test_acc"}
+RESULT_KEYS = {"app", "devices", "backward", "optimizer", "epochs", "losses", "test_acc"}
 EPOCH_KEYS = {"epoch", "train_loss", "val_acc", "epoch_s", "images_per_s"}
 
 
@@ -35,11 +40,33 @@ def app_env(**extra) -> dict:
     return env
 
 
+def app_command(script: str, *flags: str) -> list[str]:
+    """The command line that runs ``apps/<script>`` with ``flags``."""
+    return [sys.executable, str(ROOT / "apps" / script), *flags]
+
+
 def run_app(script: str, *flags: str, env=None) -> subprocess.CompletedProcess:
     """Run ``apps/<script>`` with ``flags``; its completed process (text output)."""
-    cmd = [sys.executable, str(ROOT / "apps" / script), *flags]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT,
-                          env=env or app_env(), cwd=ROOT)
+    return subprocess.run(app_command(script, *flags), capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT, env=env or app_env(), cwd=ROOT)
+
+
+def run_apps_at_once(commands: list[list[str]]) -> list[subprocess.CompletedProcess]:
+    """Run several app command lines side by side (CI has more than one core), within
+    PAIR_TIMEOUT seconds in all; their completed processes, in order."""
+    running = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=app_env(), cwd=ROOT) for cmd in commands]
+    done, deadline = [], time.monotonic() + PAIR_TIMEOUT
+    try:
+        for cmd, proc in zip(commands, running):
+            out, err = proc.communicate(timeout=max(deadline - time.monotonic(), 1))
+            done.append(subprocess.CompletedProcess(cmd, proc.returncode, out, err))
+    finally:
+        for proc in running:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return done
 
 
 def read_results(path: Path) -> dict:
@@ -68,25 +95,52 @@ def mnist_available():
 
 
 # ---------------------------------------------------------------- smoke runs
-@pytest.mark.parametrize("script, flags", [
-    ("mnist_mlp.py", ()),
-    ("mnist_cnn.py", ()),
-    ("mnist_cnn_2gpu.py", ("--devices", "cpu:2")),
-])
-def test_smoke_run_learns(mnist_available, tmp_path, script, flags):
-    plot, results = tmp_path / "curves.png", tmp_path / "results.json"
-    done = run_app(script, "--smoke", "--plot", str(plot), "--json", str(results), *flags)
-    assert done.returncode == 0, done.stderr[-2000:]
-    result = read_results(results)
+def assert_learned(done, result: dict, n_devices: int) -> None:
+    """A smoke run's results: loss halved, accuracy above the floor, the log line."""
     losses = result["losses"]
     assert len(losses) >= 4 and np.isfinite(losses).all()
     assert np.mean(losses[-2:]) < 0.5 * losses[0], losses
     assert result["test_acc"] > ACC_FLOOR[result["app"]], result
     assert result["epochs"][0]["val_acc"] > ACC_FLOOR[result["app"]], result
     assert "epoch" in done.stdout and "val_acc=" in done.stdout   # the per-epoch log line
-    assert len(result["devices"]) == (2 if flags else 1)
-    assert plot.stat().st_size > 1000
+    assert len(result["devices"]) == n_devices
     assert_summary_only(done.stdout)
+
+
+@pytest.mark.timeout(PAIR_TIMEOUT + 30)
+@pytest.mark.parametrize("script, flags", [
+    ("mnist_mlp.py", ()),
+    ("mnist_cnn.py", ()),
+    ("mnist_cnn_2gpu.py", ("--devices", "cpu:2")),
+])
+def test_smoke_run_learns_with_autograd_and_by_hand(mnist_available, tmp_path, script,
+                                                    flags):
+    plot = tmp_path / "curves.png"
+    results = {mode: tmp_path / f"{mode}.json" for mode in ("autograd", "manual")}
+    commands = [app_command(script, "--smoke", "--json", str(results["autograd"]),
+                            "--plot", str(plot), *flags),
+                app_command(script, "--smoke", "--json", str(results["manual"]),
+                            "--manual-backward", *flags)]
+    runs = dict(zip(results, run_apps_at_once(commands)))
+    for mode, done in runs.items():
+        assert done.returncode == 0, (mode, done.stderr[-2000:])
+        result = read_results(results[mode])
+        assert (result["backward"], result["optimizer"]) == (mode, "sgd")
+        assert f"sgd, {mode} backward" in done.stdout
+        assert_learned(done, result, 2 if flags else 1)
+    by_mode = {mode: read_results(path) for mode, path in results.items()}
+    assert by_mode["autograd"]["test_acc"] == pytest.approx(by_mode["manual"]["test_acc"],
+                                                            abs=0.02)
+    assert plot.stat().st_size > 1000
+
+
+def test_adam_smoke_run_learns(mnist_available, tmp_path):
+    path = tmp_path / "adam.json"
+    done = run_app("mnist_mlp.py", "--smoke", "--optimizer", "adam", "--json", str(path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = read_results(path)
+    assert (result["backward"], result["optimizer"]) == ("autograd", "adam")
+    assert_learned(done, result, 1)
 
 
 def test_json_flag_writes_results_and_stdout_has_only_a_summary(mnist_available, tmp_path):
@@ -163,7 +217,22 @@ def test_parse_devices_refuses(text):
 def test_flag_defaults_and_smoke():
     args = common.parse_args(mnist_cnn.APP, ["--smoke", "--lr", "0.5"])
     assert (args.epochs, args.lr, args.batch_size) == (common.SMOKE_EPOCHS, 0.5, 64)
-    assert common.parse_args(mnist_mlp.APP, []).epochs == mnist_mlp.APP.defaults["epochs"]
+    assert (args.optimizer, args.manual_backward) == ("sgd", False)
+    args = common.parse_args(mnist_mlp.APP, [])
+    assert (args.epochs, args.lr) == (20, mnist_mlp.APP.defaults["lr"])
+
+
+def test_optimizer_flags():
+    args = common.parse_args(mnist_cnn.APP, ["--optimizer", "adam", "--manual-backward"])
+    assert (args.optimizer, args.lr, args.manual_backward) == ("adam", common.ADAM_LR, True)
+    params = train.attach_grads({"w": mv.ones(3)})
+    opt = train.make_optimizer(args, params)
+    assert isinstance(opt, optim.Adam) and opt.lr == common.ADAM_LR
+    args = common.parse_args(mnist_cnn.APP, ["--momentum", "0.5", "--lr", "0.1"])
+    opt = train.make_optimizer(args, params)
+    assert isinstance(opt, optim.SGD) and (opt.lr, opt.momentum) == (0.1, 0.5)
+    with pytest.raises(SystemExit):
+        common.parse_args(mnist_cnn.APP, ["--optimizer", "rmsprop"])
 
 
 @pytest.mark.parametrize("flag", ["--json", "--plot", "--trace"])
@@ -178,7 +247,8 @@ def test_output_flags_refuse_bad_paths(tmp_path, capsys, flag):
 
 
 def test_finish_writes_json_and_prints_a_summary(tmp_path, capsys):
-    history = report.History("mnist_mlp", [mv.create_cpu_device()])
+    history = report.History("mnist_mlp", [mv.create_cpu_device()],
+                             settings=dict(backward="autograd", optimizer="sgd"))
     history.add_loss(2.0, 200)
     history.add_loss(1.0, 200)
     history.end_epoch(1, 2.0, val_acc=0.5)
@@ -194,6 +264,7 @@ def test_finish_writes_json_and_prints_a_summary(tmp_path, capsys):
         "  test accuracy  62.50%",
         "  train loss     1.5000 (last epoch; validation accuracy 50.00%)",
         "  time           2.0 s per epoch, 2.0 steps/s, 200 images/s",
+        "  training       sgd, autograd backward",
         f"  devices        {common.device_names(history.devices)}",
         f"  results        {path}",
         "  trace          t.json"]
@@ -207,30 +278,75 @@ def random_batches(n_steps: int, batch: int, seed: int = 7) -> list[tuple]:
              rng.integers(0, 10, batch)) for _ in range(n_steps)]
 
 
-def train_steps(app, devices, batches) -> tuple[dict, list]:
-    """Weights (NumPy) and losses after one SGD step per batch with ``app.train_step``."""
+def train_steps(app, devices, batches, manual=False, make_opt=None) -> tuple[dict, list]:
+    """Weights (NumPy) and losses after one step per batch with the app's step (SGD with
+    momentum unless ``make_opt(params)`` says otherwise)."""
     mv.set_device(devices[0])
     mv.random.seed(3)
-    params, opt, losses = app.init_params(), train.SGD(0.05, 0.9), []
-    step = app.train_step or train.train_step
-    for x, y in batches:
-        params, loss = step(app, devices, params, opt, x, y)
-        losses.append(loss)
+    params = train.attach_grads(app.init_params())
+    opt = make_opt(params) if make_opt else optim.SGD(params, lr=0.05, momentum=0.9)
+    step = (app.make_step or train.Step)(app, devices, params, opt, manual)
+    losses = [step(x, y) for x, y in batches]
     return {k: v.to_numpy(timeout=60) for k, v in params.items()}, [float(v) for v in losses]
+
+
+def assert_same_training(got: tuple, want: tuple, rtol=1e-4, atol=1e-6) -> None:
+    """Same losses and weights, up to float32 rounding."""
+    np.testing.assert_allclose(got[1], want[1], rtol=rtol)
+    for name in want[0]:
+        np.testing.assert_allclose(got[0][name], want[0][name], rtol=rtol, atol=atol,
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize("app", [mnist_mlp.APP, mnist_cnn.APP], ids=lambda a: a.name)
+def test_autograd_steps_match_the_hand_written_backward(app):
+    devices = [mv.create_cpu_device()]
+    batches = random_batches(n_steps=3, batch=16)
+    if app is mnist_mlp.APP:
+        batches = [(x.reshape(len(x), -1), y) for x, y in batches]
+    auto = train_steps(app, devices, batches)
+    manual = train_steps(app, devices, batches, manual=True)
+    assert all(w.dtype == np.float32 for w in auto[0].values())
+    assert_same_training(auto, manual)
 
 
 @pytest.mark.parametrize("n_devices", [2, 3])
 def test_data_parallel_matches_one_device(n_devices):
     devices = [mv.create_cpu_device() for _ in range(n_devices)]
     batches = random_batches(n_steps=4, batch=24)
-    one, one_losses = train_steps(mnist_cnn.APP, devices[:1], batches)
-    many, many_losses = train_steps(mnist_cnn_2gpu.APP, devices, batches)
+    one = train_steps(mnist_cnn.APP, devices[:1], batches)
+    many = train_steps(mnist_cnn_2gpu.APP, devices, batches)
+    by_hand = train_steps(mnist_cnn_2gpu.APP, devices, batches, manual=True)
     mv.wait_for_all(timeout=60)
-    np.testing.assert_allclose(many_losses, one_losses, rtol=1e-5)
-    for name in one:
-        np.testing.assert_allclose(many[name], one[name], rtol=1e-5, atol=1e-7,
-                                   err_msg=name)
-    assert not np.allclose(one["w1"], train_steps(mnist_cnn.APP, devices[:1], [])[0]["w1"])
+    assert_same_training(many, one)
+    assert_same_training(by_hand, one)
+    assert not np.allclose(one[0]["w1"], train_steps(mnist_cnn.APP, devices[:1], [])[0]["w1"])
+
+
+def test_data_parallel_adam_matches_one_device():
+    devices = [mv.create_cpu_device() for _ in range(2)]
+    batches = random_batches(n_steps=3, batch=16)
+    adam = lambda params: optim.Adam(params, lr=1e-3)  # noqa: E731
+    assert_same_training(train_steps(mnist_cnn_2gpu.APP, devices, batches, make_opt=adam),
+                         train_steps(mnist_cnn.APP, devices[:1], batches, make_opt=adam),
+                         rtol=1e-3, atol=1e-5)
+
+
+def test_data_parallel_updates_parameters_in_place():
+    devices = [mv.create_cpu_device() for _ in range(2)]
+    mv.set_device(devices[0])
+    params = train.attach_grads(mnist_cnn.init_params())
+    handles = {name: (p, p._storage, p.grad) for name, p in params.items()}
+    step = mnist_cnn_2gpu.DataParallelStep(mnist_cnn_2gpu.APP, devices, params,
+                                           optim.SGD(params, lr=0.05, momentum=0.9))
+    for x, y in random_batches(n_steps=3, batch=8):
+        step(x, y)
+    mv.wait_for_all(timeout=60)
+    for name, p in params.items():
+        assert all(a is b for a, b in zip((p, p._storage, p.grad), handles[name])), name
+    assert all(p.device == devices[0] for p in params.values())
+    assert all(g.device == devices[1] for g in step.replica_grads[devices[1]].values())
+    assert all(p._storage.current.version >= 3 for p in params.values())
 
 
 def test_tree_reduce_adds_in_pairs_onto_the_first_device():
@@ -241,4 +357,10 @@ def test_tree_reduce_adds_in_pairs_onto_the_first_device():
             values.append(mv.full((3,), float(i + 1)))
     total = mnist_cnn_2gpu.tree_reduce(devices, values)
     assert total.device == devices[0]
-    np.testing.assert_array_equal(total.to_numpy(timeout=30), np.full(3, 15.0, np.float32))
+    np.testing.assert_array_equal(total.to_numpy(timeout=30), np.full(3, 15.0))
+    np.testing.assert_array_equal(values[0].to_numpy(timeout=30), np.full(3, 1.0))
+    first = values[0]
+    total = mnist_cnn_2gpu.tree_reduce(devices, values, in_place=True)
+    assert total is first and first.device == devices[0]
+    np.testing.assert_array_equal(first.to_numpy(timeout=30), np.full(3, 15.0))
+    np.testing.assert_array_equal(values[2].to_numpy(timeout=30), np.full(3, 7.0))

@@ -203,3 +203,50 @@ def test_second_derivatives_through_max_pooling_raise():
         total = g.sum()
     with pytest.raises(mv.autograd.AutogradError, match="max_pool2d_backward"):
         total.backward()
+
+
+def test_relu_gradient_is_zero_where_the_input_is_not_positive_even_for_nan():
+    x = mv.array(np.array([-1.0, 0.0, 2.0, -3.0]))
+    head = np.array([np.nan, np.inf, 5.0, -np.inf])
+    x.attach_grad()
+    with mv.autograd.record():
+        y = mv.relu(x)
+    y.backward(mv.array(head))
+    want = np.where(x.to_numpy() > 0, head, 0.0)
+    np.testing.assert_array_equal(x.grad.to_numpy(), want)
+    direct = mv.nn.relu_backward(mv.array(head), x).to_numpy()
+    np.testing.assert_array_equal(direct, want)
+
+
+def _refuse(name):
+    def refused(*args, **kwargs):
+        raise AssertionError(f"{name} was built for an input that needs no gradient")
+    return refused
+
+
+def test_inputs_without_gradients_get_no_backward_ops(monkeypatch):
+    rng = np.random.default_rng(149)
+    x, w = mv.array(uniform(rng, (2, 2, 5, 4))), mv.array(uniform(rng, (3, 2, 3, 2)))
+    w.attach_grad()
+    monkeypatch.setattr(mv.nn, "conv2d_backward_data", _refuse("conv2d_backward_data"))
+    with mv.autograd.record():
+        y = mv.nn.conv2d(x, w, pad=1).sum()
+    y.backward()
+    want = mv.nn.conv2d_backward_filter(mv.ones(mv.nn.conv2d(x, w, pad=1).shape), x,
+                                        w.shape, 1, 1)
+    np.testing.assert_allclose(w.grad.to_numpy(), want.to_numpy(), rtol=1e-13)
+
+
+def test_matmul_builds_only_the_gradients_wanted(monkeypatch):
+    rng = np.random.default_rng(151)
+    x, w = uniform(rng, (4, 3)), uniform(rng, (3, 2))
+    xs, ws = mv.array(x), mv.array(w)
+    ws.attach_grad()
+    calls = []
+    real = mv.matmul
+    monkeypatch.setattr(mv, "matmul", lambda *a, **k: calls.append(1) or real(*a, **k))
+    with mv.autograd.record():
+        y = (xs @ ws).sum()
+    y.backward()
+    assert len(calls) == 1
+    np.testing.assert_allclose(ws.grad.to_numpy(), x.T @ np.ones((4, 2)), rtol=1e-14)

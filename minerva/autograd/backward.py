@@ -103,13 +103,15 @@ class Walk:
 
 
 class _Context:
-    """What a rule sees of its node: attrs, specs, and the saved values (checked as the
-    rule reads them: one it does not read may have been overwritten)."""
+    """What a rule sees of its node: attrs, specs, the saved values (checked as the rule
+    reads them: one it does not read may have been overwritten), and ``needs``: whether
+    each input wants a gradient (a rule may return None for one that does not)."""
 
-    __slots__ = ("attrs", "in_specs", "out_specs", "inputs", "outputs")
+    __slots__ = ("attrs", "in_specs", "out_specs", "inputs", "outputs", "needs")
 
     def __init__(self, node, create: bool):
         self.attrs = node.attrs
+        self.needs = tuple(parent is not None for parent in node.parents)
         self.in_specs = node.in_specs
         self.out_specs = node.out_specs
         self.inputs = _SavedValues(node.saved_inputs, node, create and node.parents)

@@ -244,7 +244,7 @@ _UNARY = {
     "deg2rad": (lambda ns, a, y, g: g * (math.pi / 180), False, False),
     "rad2deg": (lambda ns, a, y, g: g * (180 / math.pi), False, False),
     "sigmoid": (lambda ns, a, y, g: g * y * (1 - y), False, True),
-    "relu": (lambda ns, a, y, g: ns.where(a > 0, g, 0), True, False),
+    "relu": (lambda ns, a, y, g: ns.nn.relu_backward(g, a), True, False),
 }
 
 

@@ -104,13 +104,23 @@ def _matmul_subscripts(a_ndim: int, b_ndim: int) -> str:
     return f"{a},{b}->{out}"
 
 
+def _adjoint(ns, x):
+    """The conjugate transpose of the last two axes (a view for real ``x``)."""
+    if ns.iscomplexobj(x):
+        x = ns.conj(x)
+    return ns.swapaxes(x, -1, -2)
+
+
 def _matmul(ns, ctx, g):
     a, b = ctx.in_specs
     if len(a.shape) > 1 and len(b.shape) > 1:
-        x, y = ctx.inputs
-        ga = ns.matmul(g[0], ns.swapaxes(ns.conj(y), -1, -2))
-        gb = ns.matmul(ns.swapaxes(ns.conj(x), -1, -2), g[0])
-        return [_sum_broadcast(ns, ga, a.shape), _sum_broadcast(ns, gb, b.shape)]
+        need_a, need_b = ctx.needs
+        ga = gb = None
+        if need_a:
+            ga = _sum_broadcast(ns, ns.matmul(g[0], _adjoint(ns, ctx.inputs[1])), a.shape)
+        if need_b:
+            gb = _sum_broadcast(ns, ns.matmul(_adjoint(ns, ctx.inputs[0]), g[0]), b.shape)
+        return [ga, gb]
     subscripts = _matmul_subscripts(len(a.shape), len(b.shape))
     return einsum_grads(ns, subscripts, ctx.inputs, g[0], [a.shape, b.shape])
 

@@ -13,12 +13,15 @@ from minerva.ops.registry import defvjp, nondifferentiable
 
 
 def _conv2d(ns, ctx, g):
-    x, w = ctx.inputs[0], ctx.inputs[1]
+    x_spec, w_spec = ctx.in_specs[0], ctx.in_specs[1]
     stride, pad = ctx.attrs["stride"], ctx.attrs["pad"]
-    nn = ns.nn
-    grads = [nn.conv2d_backward_data(g[0], w, x.shape, stride, pad),
-             nn.conv2d_backward_filter(g[0], x, w.shape, stride, pad)]
-    if len(ctx.in_specs) == 3:
+    nn, needs = ns.nn, ctx.needs
+    grads = [None, None]
+    if needs[0]:
+        grads[0] = nn.conv2d_backward_data(g[0], ctx.inputs[1], x_spec.shape, stride, pad)
+    if needs[1]:
+        grads[1] = nn.conv2d_backward_filter(g[0], ctx.inputs[0], w_spec.shape, stride, pad)
+    if len(ctx.in_specs) == 3 and needs[2]:
         grads.append(nn.conv2d_backward_bias(g[0]))
     return grads
 
