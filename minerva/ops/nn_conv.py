@@ -4,8 +4,12 @@ Layout is ``(N, C, H, W)`` for images and ``(O, C, kh, kw)`` for filters. The ou
 follows the floor rule ``Ho = (H + 2*ph - kh) // sh + 1`` (and the same for ``W``); input
 rows or columns that no window reaches get a zero gradient. Padding is with zeros.
 
+On the CPU (``xp`` is NumPy), stride-1 layers run the kernels of :mod:`nn_conv_cpu`
+(im2col on the padded width, one GEMM per block of images) where they pay
+(:func:`nn_conv_cpu.fits`); the generic kernels below serve the other layers and CuPy.
+
 im2col is an ``as_strided`` view of the (padded) input, copied once into a ``(n, C*kh*kw,
-Ho*Wo)`` matrix, and one batched matmul consumes it. On the CPU (``xp`` is NumPy) the kernels
+Ho*Wo)`` matrix, and one batched matmul consumes it. On the CPU the generic kernels
 walk the batch in blocks of images whose columns take about :data:`BLOCK_BYTES`: the columns
 are still in cache when the matmul reads them, and malloc reuses such blocks, where one
 batch-sized temporary is a fresh ``mmap`` whose page faults cost as much as the copy. On a
@@ -14,7 +18,7 @@ GPU the block is the whole batch. The loop is over blocks, never over output pix
 Backward-data is ``w^T @ dy`` then a col2im scatter-add with a Python loop over the
 ``kh*kw`` kernel taps only (each step one vectorised add over the block); at stride 1 with
 ``O <= 2*C`` it is instead the stride-1 convolution of ``dy`` with the flipped filters,
-which needs no scatter.
+which needs no scatter (on the CPU, by the CPU kernels where they fit).
 
 The small window helpers here (:func:`pair`, :func:`out_size`, :func:`pad_hw`,
 :func:`tap`) are shared with the pooling ops.
@@ -23,10 +27,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from minerva.ops import nn_conv_cpu
 from minerva.ops.registry import ArraySpec, register, shape_error, spec
 
 #: On the CPU, the im2col columns of one block of images take about this many bytes.
 BLOCK_BYTES = 2 << 20
+
+#: Whether NumPy runs the kernels of :mod:`nn_conv_cpu` where they fit (False: the
+#: generic kernels everywhere, as on a GPU; for comparisons and tests).
+CPU_KERNELS = True
 
 
 # ---------------------------------------------------------------- shared window helpers
@@ -139,6 +148,12 @@ def _col_bytes(c: int, kernel, out_hw, dtype) -> int:
     return c * kernel[0] * kernel[1] * out_hw[0] * out_hw[1] * np.dtype(dtype).itemsize
 
 
+def _cpu_kernels(xp, width: int, kernel, stride, pad, c_in: int, c_out: int) -> bool:
+    """Whether a layer runs the CPU kernels of :mod:`nn_conv_cpu` (NumPy only)."""
+    return xp is np and CPU_KERNELS and nn_conv_cpu.fits(width, kernel, stride, pad, c_in,
+                                                         c_out)
+
+
 def _geometry(op: str, stride, pad):
     return pair(stride, "stride", op, 1), pair(pad, "pad", op, 0)
 
@@ -161,6 +176,8 @@ def _conv2d_infer(x: ArraySpec, w: ArraySpec, *bias: ArraySpec, stride=1, pad=0)
 
 def _conv2d_impl(xp, x, w, *bias, out, stride=1, pad=0):
     stride, pad = _geometry("conv2d", stride, pad)
+    if _cpu_kernels(xp, x.shape[3], w.shape[2:], stride, pad, w.shape[1], w.shape[0]):
+        return nn_conv_cpu.forward(x, w, bias[0] if bias else None, out, pad, BLOCK_BYTES)
     n, o, ho, wo = out.shape
     kernel = w.shape[2:]
     wmat, out3 = w.reshape(o, -1), out.reshape(n, o, ho * wo)
@@ -216,8 +233,10 @@ def _bwd_filter_infer(dy: ArraySpec, x: ArraySpec, *, w_shape, stride=1, pad=0):
 
 def _bwd_filter_impl(xp, dy, x, *, out, w_shape, stride=1, pad=0):
     stride, pad = _geometry("conv2d_backward_filter", stride, pad)
-    n, o, ho, wo = dy.shape
     kernel = out.shape[2:]
+    if _cpu_kernels(xp, x.shape[3], kernel, stride, pad, x.shape[1], out.shape[0]):
+        return nn_conv_cpu.backward_filter(dy, x, out, pad, BLOCK_BYTES)
+    n, o, ho, wo = dy.shape
     dy3, flat_out = dy.reshape(n, o, ho * wo), out.reshape(o, -1)
     flat_out[...] = 0
     for rows in batch_blocks(xp, n, _col_bytes(x.shape[1], kernel, (ho, wo), x.dtype)):
@@ -246,6 +265,8 @@ def _bwd_bias_infer(dy: ArraySpec):
 
 
 def _bwd_bias_impl(xp, dy, *, out):
+    if xp is np and CPU_KERNELS:
+        return nn_conv_cpu.backward_bias(dy, out)
     xp.sum(dy, axis=(0, 2, 3), out=out)
 
 

@@ -68,14 +68,27 @@ class Recorder:
         op.t_started = t_ns
 
     def op_finished(self, op, device_id, track, t_ns, error) -> None:
-        """A device ended ``op`` (``error`` set when it raised): one flat tuple."""
-        inputs = op.inputs
+        """A device ended ``op`` (``error`` set when it raised): one flat tuple. The usual
+        op (one output, one or two inputs) builds it in one expression."""
+        inputs, outputs = op.inputs, op.outputs
         file, line = op.created_at or NO_CALLSITE
+        n_inputs = len(inputs)
+        if len(outputs) == 1 and 0 < n_inputs < 3:
+            data = outputs[0]
+            spec = data.spec
+            shape = spec.shape
+            ids = (inputs[0].node_id,) if n_inputs == 1 else \
+                (inputs[0].node_id, inputs[1].node_id)
+            self._append((FINISHED, op.node_id, op.op_def.name, device_id, track,
+                          op.t_created, op.t_started, t_ns, error, file, line, n_inputs,
+                          *ids, data.node_id, data.storage_id, data.version, spec.dtype,
+                          len(shape), *shape))
+            return
         event = [FINISHED, op.node_id, op.op_def.name, device_id, track, op.t_created,
-                 op.t_started, t_ns, error, file, line, len(inputs)]
+                 op.t_started, t_ns, error, file, line, n_inputs]
         for data in inputs:
             event.append(data.node_id)
-        for data in op.outputs:
+        for data in outputs:
             spec = data.spec
             shape = spec.shape
             event += (data.node_id, data.storage_id, data.version, spec.dtype, len(shape),
