@@ -4,7 +4,12 @@ on CPU devices (NumPy) and NVIDIA GPUs (CuPy), one device or many.
 ``import minerva as np`` runs a NumPy program; ``import minerva as mv`` for the rest. See
 API.md and doc/ for the contract.
 """
+import os as _os
 import sys as _sys
+
+# OpenBLAS threads spin for about 2**28 cycles after each call (its default timeout), taking
+# the cores a CPU device's other kernel threads need; read once, when NumPy loads it.
+_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from minerva import autograd, methods, nn, optim, random, trace  # noqa: F401  (methods: operators)
 from minerva.jit import JitError, jit  # noqa: F401

@@ -11,6 +11,7 @@ import os
 import sys
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # as minerva sets it (see minerva/__init__.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from benchmarks.harness import main  # noqa: E402

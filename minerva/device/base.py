@@ -138,7 +138,7 @@ class Device(abc.ABC):
             arrays = [data.array for data in args]
             if views is not None:
                 arrays = [a if v is None else self.view(a, v) for a, v in zip(arrays, views)]
-            op_def.impl(self.xp, *arrays, out=target, **attrs)
+            self.run_kernel(op_def, arrays, target, attrs)
         except Exception as err:  # stored on the output by the engine
             return detach_traceback(err)
         return None
@@ -190,7 +190,12 @@ class Device(abc.ABC):
         if done is not None:
             op_def.impl(self.xp, *arrays, out=out, done=done, **op.attrs)
             return
-        op_def.impl(self.xp, *arrays, out=out, **op.attrs)
+        self.run_kernel(op_def, arrays, out, op.attrs)
+
+    def run_kernel(self, op_def, arrays, out, attrs) -> None:
+        """Run ``op_def``'s kernel on ``arrays`` into ``out`` (a CPU device may cut it
+        into row ranges run side by side)."""
+        op_def.impl(self.xp, *arrays, out=out, **attrs)
 
     def _out_arrays(self, op) -> tuple:
         outs = [self._out_array(data) for data in op.outputs]

@@ -5,12 +5,17 @@ with ``openblas_set_num_threads_local``: each CPU device's worker sets its own, 
 share the cores without touching each other's setting or the process-wide one. Where
 that function is missing (another BLAS), the process-wide limit of threadpoolctl is used
 instead, and every device gets the same count (the smallest asked for).
+
+In the OpenBLAS of NumPy 2.x wheels (0.3.31) the "local" setter sets the process-wide count
+(a probe at start tells): one memo then serves the process, so a thread that needs another
+count than the last one set pays the call again.
 """
 from __future__ import annotations
 
 import ctypes
 import os
 import threading
+import types
 
 from threadpoolctl import ThreadpoolController, threadpool_limits
 
@@ -27,38 +32,57 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _local_setter():
-    """``openblas_set_num_threads_local`` of the loaded OpenBLAS, or None."""
+def _openblas():
+    """The loaded OpenBLAS's threadpoolctl controller and its
+    ``openblas_set_num_threads_local``, or ``(None, None)``."""
     try:
         for controller in ThreadpoolController().select(internal_api="openblas").lib_controllers:
             library = ctypes.CDLL(controller.filepath)
             setter = getattr(library, "openblas_set_num_threads_local", None)
             if setter is not None:
                 setter.argtypes, setter.restype = [ctypes.c_int], ctypes.c_int
-                return setter
+                return controller, setter
     except (OSError, AttributeError):
         pass
-    return None
+    return None, None
+
+
+def _shared_by_threads(controller, setter) -> bool:
+    """Whether a count set by ``setter`` on one thread is what every thread reads (the
+    OpenBLAS of NumPy 2.x wheels, 0.3.31: its "local" setter sets the process-wide count)."""
+    before = controller.get_num_threads()
+    other = 2 if before == 1 else 1
+    probe = threading.Thread(target=setter, args=(other,), name="minerva-blas-probe")
+    probe.start()
+    probe.join()
+    shared = controller.get_num_threads() == other
+    setter(before)
+    return shared
 
 
 class BlasThreads:
-    """Sets the BLAS thread count of the calling thread (``apply``), remembering per
-    thread what it set so a worker pays the call only when its count changes.
+    """Sets the BLAS thread count of the calling thread (``apply``), remembering what it
+    set (per thread, or once for the process where the setter is process-wide) so a
+    worker pays the call only when the count changes.
 
     ``_global`` (guarded by ``_lock``) is the process-wide limit used without a
     thread-local setter."""
 
     def __init__(self):
-        self._setter = _local_setter()
+        controller, self._setter = _openblas()
         self._applied = threading.local()
         self._lock = threading.Lock()
         self._global = None
         if self._setter is None:
             log.info("blas_threads_process_wide", reason="no thread-local BLAS setting")
+        elif _shared_by_threads(controller, self._setter):
+            self._applied = types.SimpleNamespace(n=None)   # one memo: one count
+            log.info("blas_threads_process_wide", reason="the local setter is process-wide")
 
     @property
     def per_thread(self) -> bool:
-        """Whether each thread can have its own count."""
+        """Whether a thread sets the count it needs with one cheap call before its BLAS
+        calls (the OpenBLAS setter, per thread or, in NumPy's wheels, process-wide)."""
         return self._setter is not None
 
     def apply(self, n_threads: int) -> None:

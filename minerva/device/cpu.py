@@ -10,6 +10,7 @@ import numpy as np
 from minerva.common.logging import get_logger
 from minerva.device.base import Device
 from minerva.device.blas import BLAS
+from minerva.device.cpu_split import RowSplitter
 from minerva.device.ready import STOP, ReadyQueue
 
 log = get_logger("minerva.device")
@@ -33,6 +34,7 @@ class CpuDevice(Device):
         self.threads = 1
         self.fixed_threads = None
         self._queue = ReadyQueue()
+        self._splitter = RowSplitter(f"minerva-cpu{device_id}")
         self._thread = threading.Thread(target=self._work, daemon=True,
                                         name=f"minerva-cpu{device_id}-worker")
         self._thread.start()
@@ -56,6 +58,12 @@ class CpuDevice(Device):
         BLAS.apply(self.threads)
         return super().run_inline(op, track)
 
+    def run_kernel(self, op_def, arrays, out, attrs) -> None:
+        """Run the kernel, as row ranges on this device's threads where it pays
+        (:mod:`minerva.device.cpu_split`)."""
+        if not self._splitter.run(self.threads, op_def, self.xp, arrays, out, attrs):
+            op_def.impl(self.xp, *arrays, out=out, **attrs)
+
     def info(self) -> dict:
         """Kind, ordinal, name, and the store's memory figures."""
         stats = self.store.stats()
@@ -71,6 +79,8 @@ class CpuDevice(Device):
         self._thread.join(timeout)
         if self._thread.is_alive():
             log.warning("cpu_worker_did_not_stop", device=self.device_id)
+            return
+        self._splitter.shutdown()
 
     def _work(self) -> None:
         np.seterr(all="ignore")

@@ -290,7 +290,12 @@ def _check_dy(op: str, dy: ArraySpec, x: ArraySpec, w: ArraySpec, stride, pad) -
         raise shape_error(op, f"dy must have shape {expected}", dy, x, w)
 
 
-register("conv2d", _conv2d_infer, _conv2d_impl)
-register("conv2d_backward_data", _bwd_data_infer, _bwd_data_impl)
-register("conv2d_backward_filter", _bwd_filter_infer, _bwd_filter_impl)
-register("conv2d_backward_bias", _bwd_bias_infer, _bwd_bias_impl)
+def _row_sum(op_def, inputs) -> None:
+    """Mark a gradient that sums over the images of ``inputs`` (see ``OpDef.row_sum``)."""
+    op_def.row_split, op_def.row_sum = inputs, True
+
+
+register("conv2d", _conv2d_infer, _conv2d_impl).row_split = (0,)
+register("conv2d_backward_data", _bwd_data_infer, _bwd_data_impl).row_split = (0,)
+_row_sum(register("conv2d_backward_filter", _bwd_filter_infer, _bwd_filter_impl), (0, 1))
+_row_sum(register("conv2d_backward_bias", _bwd_bias_infer, _bwd_bias_impl), (0,))

@@ -80,12 +80,20 @@ def _max_bwd_impl(xp, dy, x, y, *, out, kernel, stride=None, pad=0):
     xpad = pad_hw(xp, x, pad, float("-inf"))
     dxpad = grad_buffer(xp, out, pad)
     out_hw = y.shape[2:]
-    taken = xp.zeros(y.shape, dtype=bool)
-    for i, j in _taps(kernel):
-        hit = tap(xpad, i, j, stride, out_hw) == y
-        hit &= ~taken
-        taken |= hit
-        tap(dxpad, i, j, stride, out_hw)[...] += dy * hit
+    disjoint = stride[0] >= kernel[0] and stride[1] >= kernel[1]
+    taps = _taps(kernel)
+    hit, taken = xp.empty(y.shape, dtype=bool), xp.zeros(y.shape, dtype=bool)
+    for k, (i, j) in enumerate(taps):
+        xp.equal(tap(xpad, i, j, stride, out_hw), y, out=hit)
+        if k:
+            xp.greater(hit, taken, out=hit)   # a hit not taken by an earlier tap
+        if k < len(taps) - 1:
+            xp.logical_or(taken, hit, out=taken)
+        target = tap(dxpad, i, j, stride, out_hw)
+        if disjoint:   # each element of dx is in one tap of one window: written once
+            xp.multiply(dy, hit, out=target)
+        else:
+            target += dy * hit
     crop_into(out, dxpad, pad)
 
 
@@ -122,7 +130,7 @@ def _avg_bwd_impl(xp, dy, *, out, x_shape, kernel, stride=None, pad=0):
     crop_into(out, dxpad, pad)
 
 
-register("max_pool2d", _max_infer, _max_impl)
-register("max_pool2d_backward", _max_bwd_infer, _max_bwd_impl)
-register("avg_pool2d", _avg_infer, _avg_impl)
-register("avg_pool2d_backward", _avg_bwd_infer, _avg_bwd_impl)
+register("max_pool2d", _max_infer, _max_impl).row_split = (0,)
+register("max_pool2d_backward", _max_bwd_infer, _max_bwd_impl).row_split = (0, 1, 2)
+register("avg_pool2d", _avg_infer, _avg_impl).row_split = (0,)
+register("avg_pool2d_backward", _avg_bwd_infer, _avg_bwd_impl).row_split = (0,)

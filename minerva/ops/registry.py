@@ -51,10 +51,16 @@ class OpDef:
     arrays (a jit replay calls it again and again: one C call for a ufunc). A
     ``deferred`` op's kernel gets ``done`` too: it hands its work to another thread (the
     communication thread of ``minerva.distributed``) and returns; that thread calls
-    ``done(exc=None)`` once the work is finished, and only then is the op complete."""
+    ``done(exc=None)`` once the work is finished, and only then is the op complete.
+    ``row_split``: the indices of the inputs whose axis 0 is the output's axis 0, when
+    output row ``i`` depends on row ``i`` of those alone (and on the whole of the other
+    inputs): a CPU device may then run the kernel as row ranges side by side
+    (``minerva.device.cpu_split``; ``elementwise`` ops are row-split without it).
+    ``row_sum``: the output is instead the sum over rows of the ``row_split`` inputs (a
+    filter gradient): the ranges' partial outputs are added in range order."""
 
     __slots__ = ("name", "infer", "impl", "n_outputs", "priority", "elementwise", "vjp",
-                 "tiny_inline", "bind", "deferred")
+                 "tiny_inline", "bind", "deferred", "row_split", "row_sum")
 
     def __init__(self, name: str, infer: Callable, impl: Callable, n_outputs: int = 1,
                  priority: int = 0, elementwise: bool = False):
@@ -68,6 +74,8 @@ class OpDef:
         self.tiny_inline = False
         self.bind = None
         self.deferred = False
+        self.row_split = None
+        self.row_sum = False
 
     def __repr__(self) -> str:
         return f"OpDef({self.name!r})"
