@@ -92,6 +92,8 @@ def make_parser(app: App, description: str | None) -> argparse.ArgumentParser:
     p.add_argument("--manual-backward", action="store_true",
                    help="use the hand-written backward passes of apps/layers.py instead "
                    "of recording the forward pass with mv.autograd")
+    p.add_argument("--no-jit", action="store_true",
+                   help="run every step eagerly instead of replaying it with mv.jit")
     p.add_argument("--max-steps", type=int, help="stop training after this many steps")
     p.add_argument("--seed", type=int, default=0, help="seed of weights and shuffling")
     p.add_argument("--data-dir", help="folder with mnist.npz or the IDX files")

@@ -59,9 +59,11 @@ class DistStep(mnist_cnn_2gpu.DataParallelStep):
     """One data-parallel step of this rank over its ``devices``: its shard of the global
     batch, split over the devices, gradients tree-summed onto the first device, summed
     over the ranks in place, then the optimizer step. Returns the batch's summed loss over
-    every rank (a 0-d NArray, not waited for)."""
+    every rank (a 0-d NArray, not waited for). It runs eagerly (``jit`` is ignored): its
+    collectives are deferred ops, which a jit plan does not replay."""
 
-    def __init__(self, app, devices, params: dict, opt, manual: bool = False):
+    def __init__(self, app, devices, params: dict, opt, manual: bool = False,
+                 jit: bool = False):
         super().__init__(app, devices, params, opt, manual)
         dist.sync_params(params)             # every rank starts from rank 0's weights
         self.reducer = dist.GradientReducer(params)

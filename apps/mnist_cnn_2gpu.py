@@ -55,8 +55,9 @@ class DataParallelStep(train.Step):
     optimizer's state on ``devices[0]``; on each other device, replicas (refreshed with
     ``.to``) and gradient buffers made once."""
 
-    def __init__(self, app, devices, params: dict, opt, manual: bool = False):
-        super().__init__(app, devices, params, opt, manual)
+    def __init__(self, app, devices, params: dict, opt, manual: bool = False,
+                 jit: bool = False):
+        super().__init__(app, devices, params, opt, manual, jit)
         self.replica_grads = {}
         for dev in self.devices[1:]:
             with mv.device(dev):
@@ -74,15 +75,29 @@ class DataParallelStep(train.Step):
         mv.autograd.mark_variables(list(copies.values()), [grads[n] for n in copies])
         return copies
 
-    def __call__(self, x, y):
+    def upload(self, x, y) -> tuple:
+        """Each device's part of the batch, on that device: images first, then labels."""
         n_parts = len(self.devices)
-        losses, grads = [], []
+        xs, ys = [], []
         for dev, xd, yd in zip(self.devices, common.split(x, n_parts),
                                common.split(y, n_parts)):
             with mv.device(dev):
+                xs.append(mv.array(xd))
+                ys.append(mv.array(yd))
+        return (*xs, *ys)
+
+    def compute(self, *arrays):
+        """The step on the uploaded parts (the last argument is the learning rate)."""
+        *arrays, _lr = arrays
+        half = len(arrays) // 2
+        xs, ys = arrays[:half], arrays[half:]
+        n_total = sum(y.shape[0] for y in ys)
+        losses, grads = [], []
+        for dev, xd, yd in zip(self.devices, xs, ys):
+            with mv.device(dev):
                 variables = self.variables(dev)
-                losses.append(train.backward_pass(self.app, variables, mv.array(xd),
-                                                  mv.array(yd), len(y), self.manual))
+                losses.append(train.backward_pass(self.app, variables, xd, yd, n_total,
+                                                  self.manual))
             grads.append({name: v.grad for name, v in variables.items()})
         used = self.devices[:len(grads)]
         with mv.autograd.pause():

@@ -26,7 +26,8 @@ log = structlog.wrap_logger(  # its own settings: minerva's MINERVA_LOG level do
 
 class History:
     """Losses, accuracies and times of a run, and its per-epoch log lines; ``settings``
-    says how it trained (``backward``: autograd or manual; ``optimizer``)."""
+    says how it trained (``backward``: autograd or manual; ``optimizer``; ``jit``: whether
+    the step was replayed by ``mv.jit``)."""
 
     def __init__(self, app_name: str, devices: list[int], settings: dict | None = None):
         self.app, self.devices = app_name, list(devices)
@@ -187,7 +188,9 @@ def summary(args, history: History) -> list[str]:
         f"  results        {args.json or 'not saved (--json PATH writes them)'}"]
     if history.settings:
         how = history.settings
-        lines.insert(-2, f"  training       {how['optimizer']}, {how['backward']} backward")
+        jitted = ", jitted step" if how.get("jit") else ""
+        lines.insert(-2, f"  training       {how['optimizer']}, {how['backward']} backward"
+                         f"{jitted}")
     lines += [f"  {name:<15}{path}" for name, path in
               (("plot", args.plot), ("trace", args.trace)) if path]
     return lines

@@ -57,16 +57,36 @@ def backward_pass(app, params: dict, x, labels, n_total: int, manual: bool = Fal
 class Step:
     """One training step on one device: gradients into ``.grad`` (see
     :func:`backward_pass`), then the optimizer's in-place update. ``step(x, y)`` (NumPy
-    images and labels) returns the batch's summed loss, not waited for."""
+    images and labels) returns the batch's summed loss, not waited for.
 
-    def __init__(self, app, devices: list[int], params: dict, opt, manual: bool = False):
+    With ``jit``, the step after the first is replayed by ``mv.jit`` (:meth:`compute` is
+    the jitted function; the batch is uploaded outside it). The first step runs eagerly:
+    it creates the optimizer's state. The learning rate is an argument of the jitted
+    function, so a new rate records the step again. Only SGD is jitted: Adam's bias
+    correction is a host scalar that changes every step, which a replay would repeat."""
+
+    def __init__(self, app, devices: list[int], params: dict, opt, manual: bool = False,
+                 jit: bool = False):
         self.app, self.devices, self.params = app, list(devices), params
         self.opt, self.manual = opt, manual
+        self.jitted = mv.jit(self.compute) if jit and type(opt) is optim.SGD else None
 
     def __call__(self, x: np.ndarray, y: np.ndarray):
+        arrays = self.upload(x, y)
+        if self.jitted is None or self.opt.n_steps == 0:
+            return self.compute(*arrays, self.opt.lr)
+        return self.jitted(*arrays, self.opt.lr)
+
+    def upload(self, x: np.ndarray, y: np.ndarray) -> tuple:
+        """The batch as NArrays on the step's device."""
         with mv.device(self.devices[0]):
-            loss = backward_pass(self.app, self.params, mv.array(x), mv.array(y), len(y),
-                                 self.manual)
+            return mv.array(x), mv.array(y)
+
+    def compute(self, x, y, lr: float):
+        """The step on uploaded arrays (``lr``: the optimizer's rate, for the jit's
+        signature); the summed loss."""
+        with mv.device(self.devices[0]):
+            loss = backward_pass(self.app, self.params, x, y, y.shape[0], self.manual)
             self.opt.step()
         return loss
 
@@ -116,9 +136,11 @@ def fit(app, args, devices: list[int], data: dict) -> report.History:
     mv.random.seed(args.seed)
     params = attach_grads(app.init_params())
     opt = make_optimizer(args, params)
-    step = (app.make_step or Step)(app, devices, params, opt, args.manual_backward)
+    step = (app.make_step or Step)(app, devices, params, opt, args.manual_backward,
+                                   jit=not args.no_jit)
     history = report.History(app.name, devices, settings=dict(
-        backward="manual" if args.manual_backward else "autograd", optimizer=args.optimizer))
+        backward="manual" if args.manual_backward else "autograd", optimizer=args.optimizer,
+        jit=step.jitted is not None))
     run = Run(args, step, np.random.default_rng(args.seed), history)
     steps_left = args.max_steps or 10**12
     with report.tracing(args.trace):

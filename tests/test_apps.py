@@ -29,7 +29,7 @@ RUN_TIMEOUT = 90       # seconds for one app run
 PAIR_TIMEOUT = 180     # seconds for two app runs side by side (a busy machine halves speed)
 DATA_TIMEOUT = 150     # seconds to fetch MNIST the first time
 ACC_FLOOR = {"mnist_mlp": 0.7, "mnist_cnn": 0.7, "mnist_cnn_2gpu": 0.7}
-RESULT_KEYS = {"app", "devices", "backward", "optimizer", "epochs", "losses", "test_acc"}
+RESULT_KEYS = {"app", "devices", "backward", "optimizer", "jit", "epochs", "losses", "test_acc"}
 EPOCH_KEYS = {"epoch", "train_loss", "val_acc", "epoch_s", "images_per_s"}
 
 
@@ -120,12 +120,13 @@ def test_smoke_run_learns_with_autograd_and_by_hand(mnist_available, tmp_path, s
     commands = [app_command(script, "--smoke", "--json", str(results["autograd"]),
                             "--plot", str(plot), *flags),
                 app_command(script, "--smoke", "--json", str(results["manual"]),
-                            "--manual-backward", *flags)]
+                            "--manual-backward", "--no-jit", *flags)]
     runs = dict(zip(results, run_apps_at_once(commands)))
     for mode, done in runs.items():
         assert done.returncode == 0, (mode, done.stderr[-2000:])
         result = read_results(results[mode])
         assert (result["backward"], result["optimizer"]) == (mode, "sgd")
+        assert result["jit"] is (mode == "autograd")      # jitted unless --no-jit
         assert f"sgd, {mode} backward" in done.stdout
         assert_learned(done, result, 2 if flags else 1)
     by_mode = {mode: read_results(path) for mode, path in results.items()}
@@ -278,15 +279,19 @@ def random_batches(n_steps: int, batch: int, seed: int = 7) -> list[tuple]:
              rng.integers(0, 10, batch)) for _ in range(n_steps)]
 
 
-def train_steps(app, devices, batches, manual=False, make_opt=None) -> tuple[dict, list]:
+def train_steps(app, devices, batches, manual=False, make_opt=None,
+                jit=False) -> tuple[dict, list]:
     """Weights (NumPy) and losses after one step per batch with the app's step (SGD with
-    momentum unless ``make_opt(params)`` says otherwise)."""
+    momentum unless ``make_opt(params)`` says otherwise; replayed by ``mv.jit`` with
+    ``jit``)."""
     mv.set_device(devices[0])
     mv.random.seed(3)
     params = train.attach_grads(app.init_params())
     opt = make_opt(params) if make_opt else optim.SGD(params, lr=0.05, momentum=0.9)
-    step = (app.make_step or train.Step)(app, devices, params, opt, manual)
+    step = (app.make_step or train.Step)(app, devices, params, opt, manual, jit=jit)
     losses = [step(x, y) for x, y in batches]
+    if jit:
+        assert step.jitted.stats()["n_replays"] == len(batches) - 2   # eager, record, replays
     return {k: v.to_numpy(timeout=60) for k, v in params.items()}, [float(v) for v in losses]
 
 
@@ -308,6 +313,27 @@ def test_autograd_steps_match_the_hand_written_backward(app):
     manual = train_steps(app, devices, batches, manual=True)
     assert all(w.dtype == np.float32 for w in auto[0].values())
     assert_same_training(auto, manual)
+
+
+@pytest.mark.parametrize("app, n_devices", [(mnist_mlp.APP, 1), (mnist_cnn.APP, 1),
+                                            (mnist_cnn_2gpu.APP, 2)], ids=str)
+def test_jitted_steps_are_bitwise_the_eager_steps(app, n_devices):
+    devices = [mv.create_cpu_device() for _ in range(n_devices)]
+    batches = random_batches(n_steps=5, batch=32)
+    if app is mnist_mlp.APP:
+        batches = [(x.reshape(len(x), -1), y) for x, y in batches]
+    jitted = train_steps(app, devices, batches, jit=True)
+    eager = train_steps(app, devices, batches)
+    assert jitted[1] == eager[1]
+    for name, value in eager[0].items():
+        np.testing.assert_array_equal(jitted[0][name], value, err_msg=name)
+
+
+def test_adam_steps_are_not_jitted():
+    params = train.attach_grads(mnist_mlp.APP.init_params())
+    step = train.Step(mnist_mlp.APP, [mv.create_cpu_device()], params,
+                      optim.Adam(params, lr=1e-3), jit=True)
+    assert step.jitted is None     # its bias correction changes every step
 
 
 @pytest.mark.parametrize("n_devices", [2, 3])

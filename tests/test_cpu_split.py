@@ -156,3 +156,28 @@ def test_ranges_cover_the_rows_once():
             ranges = cpu_split._ranges(n, parts)
             rows = [i for r in ranges for i in range(r.start, r.stop)]
             assert rows == list(range(n)) and all(r.stop > r.start for r in ranges)
+
+
+def test_jit_replays_split_as_eager_ops_do(two_threads, ranges_run):
+    split_dev, _ = two_threads
+    x, w, dy = _images(0), _images(1, (16, 8, 3, 3)), _images(2, (ROWS, 16, 28, 28))
+
+    def step(x, w, dy):
+        y = mv.relu(mv.nn.conv2d(x, w, pad=1)) * 2.0
+        dw = mv.nn.conv2d_backward_filter(dy, x, w_shape=(16, 8, 3, 3), pad=1)
+        return y, dw
+    jitted = mv.jit(step)
+    with mv.device(split_dev):
+        args = [mv.array(a) for a in (x, w, dy)]
+        eager = [r.to_numpy() for r in step(*args)]
+        for _ in range(3):
+            ranges_run.clear()
+            got = [r.to_numpy() for r in jitted(*args)]
+            for g, e in zip(got, eager):
+                np.testing.assert_array_equal(g, e)
+        assert jitted.stats()["n_replays"] == 2
+        # the last call was a replay: conv, relu, multiply and filter gradient split
+        assert sum("helper" in n for n in ranges_run) >= 4
+        checked = mv.jit(step, check=True)    # each call also eager: bitwise, or JitError
+        for _ in range(2):
+            checked(*args)[1].wait(timeout=30)

@@ -10,10 +10,14 @@ import numpy as np
 from minerva.common.logging import get_logger
 from minerva.device.base import Device
 from minerva.device.blas import BLAS
-from minerva.device.cpu_split import RowSplitter
+from minerva.device.cpu_split import MIN_SPLIT_BYTES, RowSplitter
 from minerva.device.ready import STOP, ReadyQueue
 
 log = get_logger("minerva.device")
+
+#: An element-wise output smaller than this is never split (a quick test that keeps the
+#: tiny ops' path short: the output and its cut inputs must reach MIN_SPLIT_BYTES).
+SPLIT_OUT_BYTES = MIN_SPLIT_BYTES // 4
 
 
 class CpuDevice(Device):
@@ -61,8 +65,16 @@ class CpuDevice(Device):
     def run_kernel(self, op_def, arrays, out, attrs) -> None:
         """Run the kernel, as row ranges on this device's threads where it pays
         (:mod:`minerva.device.cpu_split`)."""
-        if not self._splitter.run(self.threads, op_def, self.xp, arrays, out, attrs):
-            op_def.impl(self.xp, *arrays, out=out, **attrs)
+        if self.threads > 1:
+            if op_def.nested:   # a jit replay: its big steps come back here
+                op_def.impl(self.xp, *arrays, out=out, run=self.run_kernel, **attrs)
+                return
+            if (op_def.row_split is not None or (
+                    op_def.elementwise and out.__class__ is np.ndarray
+                    and out.nbytes >= SPLIT_OUT_BYTES)) \
+                    and self._splitter.run(self.threads, op_def, self.xp, arrays, out, attrs):
+                return
+        op_def.impl(self.xp, *arrays, out=out, **attrs)
 
     def info(self) -> dict:
         """Kind, ordinal, name, and the store's memory figures."""

@@ -5,6 +5,11 @@ arrays of its exports, of the values it writes, and of its arena. Every ``(value
 a step uses is resolved once per replay into a table of arrays; views of the arena (the
 locals) do not change between replays and are resolved once, as are the argument lists of
 steps that only touch locals: such a step costs one kernel call.
+
+A CPU device with several threads hands the replay op ``run``, its own kernel runner: the
+steps that it may cut into row ranges (``OpDef.row_split``, or ``elementwise`` with an
+output of at least :data:`MAY_SPLIT_BYTES`) go through it, so a replay splits them as an
+eager op would (the same numbers, the same speed); the other steps call their kernels.
 """
 from __future__ import annotations
 
@@ -13,6 +18,10 @@ import functools
 import numpy as np
 
 ARENA = "arena"
+
+#: Element-wise steps with smaller outputs never reach a device's row splitting (its own
+#: threshold, ``minerva.device.cpu_split``, is higher still): they keep the direct call.
+MAY_SPLIT_BYTES = 1 << 18
 
 
 def make_view(xp, array, view):
@@ -52,14 +61,19 @@ class SegmentRun:
     def _compiled(self, step):
         ins = [self._slot(vid, view) for vid, view in step.ins]
         outs = [self._slot(vid, view) for vid, view in step.outs]
-        return [step, ins, outs, None]
+        op_def = step.op_def
+        may_split = op_def.row_split is not None or (
+            op_def.elementwise and len(outs) == 1
+            and self.values[step.outs[0][0]].spec.nbytes >= MAY_SPLIT_BYTES)
+        return [step, ins, outs, None, may_split]
 
-    def run(self, xp, arrays, outs, seeds) -> None:
-        """Run every step in order (``seeds`` maps recorded random seeds to this replay's);
-        an error is annotated with the user's line of the step that raised it."""
+    def run(self, xp, arrays, outs, seeds, run=None) -> None:
+        """Run every step in order (``seeds`` maps recorded random seeds to this replay's;
+        ``run``: the device's kernel runner, see the module docstring); an error is
+        annotated with the user's line of the step that raised it."""
         table = self._table(xp, arrays, outs)
         for compiled in self.steps:
-            step, ins, out_slots, fixed = compiled
+            step, ins, out_slots, fixed, may_split = compiled
             try:
                 if fixed is not None:
                     fixed()
@@ -68,7 +82,10 @@ class SegmentRun:
                     table[i] for i in out_slots)
                 attrs = step.attrs if not seeds or "seed" not in step.attrs else dict(
                     step.attrs, seed=seeds.get(step.attrs["seed"], step.attrs["seed"]))
-                step.op_def.impl(xp, *[table[i] for i in ins], out=out, **attrs)
+                if run is not None and may_split:
+                    run(step.op_def, [table[i] for i in ins], out, attrs)
+                else:
+                    step.op_def.impl(xp, *[table[i] for i in ins], out=out, **attrs)
             except Exception as exc:
                 exc.minerva_created_at = step.created_at
                 exc.add_note(f"in the jitted op '{step.op_def.name}'")
@@ -110,9 +127,9 @@ class SegmentRun:
         """Steps whose arrays are all locals (and draw no seed) get their arguments
         resolved for good."""
         for compiled in self.steps:
-            step, ins, outs, _ = compiled
+            step, ins, outs, _, may_split = compiled
             compiled[3] = None
-            if "seed" in step.attrs or any(table[i] is None for i in ins + outs):
+            if may_split or "seed" in step.attrs or any(table[i] is None for i in ins + outs):
                 continue
             out = table[outs[0]] if len(outs) == 1 else tuple(table[i] for i in outs)
             arrays = [table[i] for i in ins]

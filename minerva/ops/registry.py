@@ -57,10 +57,12 @@ class OpDef:
     inputs): a CPU device may then run the kernel as row ranges side by side
     (``minerva.device.cpu_split``; ``elementwise`` ops are row-split without it).
     ``row_sum``: the output is instead the sum over rows of the ``row_split`` inputs (a
-    filter gradient): the ranges' partial outputs are added in range order."""
+    filter gradient): the ranges' partial outputs are added in range order. ``nested``:
+    the kernel runs other ops' kernels (a jit replay); a device that splits kernels passes
+    it ``run=run_kernel(op_def, arrays, out, attrs)`` to run them with."""
 
     __slots__ = ("name", "infer", "impl", "n_outputs", "priority", "elementwise", "vjp",
-                 "tiny_inline", "bind", "deferred", "row_split", "row_sum")
+                 "tiny_inline", "bind", "deferred", "row_split", "row_sum", "nested")
 
     def __init__(self, name: str, infer: Callable, impl: Callable, n_outputs: int = 1,
                  priority: int = 0, elementwise: bool = False):
@@ -76,6 +78,7 @@ class OpDef:
         self.deferred = False
         self.row_split = None
         self.row_sum = False
+        self.nested = False
 
     def __repr__(self) -> str:
         return f"OpDef({self.name!r})"
