@@ -355,3 +355,25 @@ def test_a_failed_write_is_logged_and_raised_after_the_trace_is_detached(tmp_pat
     mv.trace.start(again)
     assert float(mv.ones(2).sum()) == 2.0
     assert mv.trace.stop() == again and os.path.exists(again)
+
+
+@pytest.mark.parametrize("engine", ["dag", "naive"])
+def test_tiny_ops_are_traced_on_the_caller_track_without_op_nodes(tmp_path, engine):
+    mv.init(engine=engine)
+    dev = mv.create_cpu_device()
+    mv.trace.start(str(tmp_path / "t.json"))
+    with mv.device(dev):
+        x = mv.zeros(4)
+        for _ in range(5):
+            x = x + 1.0               # tiny: run at once by the calling thread
+        assert x.to_numpy().tolist() == [5.0] * 4
+    trace = load(mv.trace.stop())
+    check_chrome_trace(trace)
+    adds = [e for e in op_slices(trace) if e["args"]["op"] == "add_scalar"]
+    assert len(adds) == 5
+    tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
+              if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert all(tracks[e["pid"], e["tid"]].endswith(":caller") for e in adds), tracks
+    for previous, event in zip(adds, adds[1:]):
+        assert event["args"]["deps"] == [previous["args"]["node_id"]]
+        assert event["args"]["created_at"].startswith(HERE + ":")

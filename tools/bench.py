@@ -12,6 +12,9 @@ import sys
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # as minerva sets it (see minerva/__init__.py)
+# Like their NumPy baselines, devices run on one thread unless a scenario says otherwise
+# (cnn-torch and conv compare thread counts and set them explicitly).
+os.environ.setdefault("MINERVA_CPU_THREADS", "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from benchmarks.harness import main  # noqa: E402

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 EVENTS = ("op_created", "op_ready", "op_started", "op_finished", "op_poisoned",
           "data_deleted", "mem_alloc", "mem_free", "dispatch")
+NODE_EVENTS = ("op_created", "op_ready", "data_deleted")
 
 
 def _noop(*_args) -> None:
@@ -38,6 +39,12 @@ class HookBus:
         self.active = False
         """Whether any listener is subscribed (a plain attribute: hot paths test it before
         they announce an event)."""
+        self.wants_nodes = False
+        """Whether a listener follows nodes through the DAG (``op_created``, ``op_ready``
+        or ``data_deleted``): then every op gets a node. A listener of the other events
+        alone (the trace) lets tiny ops run without one, announced with
+        ``op_started``/``op_finished`` only (such an op never has a failed input, so it
+        is never poisoned)."""
         self._bind()
 
     def subscribe(self, listener) -> None:
@@ -53,6 +60,8 @@ class HookBus:
 
     def _bind(self) -> None:
         self.active = bool(self._listeners)
+        self.wants_nodes = any(hasattr(lst, event) for lst in self._listeners
+                               for event in NODE_EVENTS)
         for event in EVENTS:
             functions = [getattr(lst, event) for lst in self._listeners if hasattr(lst, event)]
             if not functions:

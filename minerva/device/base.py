@@ -66,6 +66,7 @@ class Device(abc.ABC):
         self.hooks = hooks
         self.listener = listener
         self.track = f"{self.kind}{device_id}"
+        self.caller_track = self.track + ":caller"   # tiny ops run on the caller's thread
         # the device table's ``get``, set by the DeviceManager: finds a copy's source device
         self.lookup: Callable[[int], "Device"] | None = None
 
@@ -148,7 +149,7 @@ class Device(abc.ABC):
         trace on the device's ``caller`` track; a cancelled device fails it instead."""
         if self.cancelled is not None:
             return self.cancelled
-        return self.run_inline(op, self.track + ":caller")
+        return self.run_inline(op, self.caller_track)
 
     def urge(self, delta: int) -> None:
         """A thread starts (+1) or stops (-1) waiting for this device's work: settle

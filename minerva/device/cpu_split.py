@@ -14,7 +14,11 @@ the others): the convolution's forward and backward-data, pooling and its backwa
 activations' backward. ``elementwise`` ops are row-split by definition: an input whose
 axis 0 has the output's length is cut, one that broadcasts is passed whole. Every element
 is computed as the whole kernel would compute it, so the numbers do not depend on the
-thread count. Kernels that reduce over rows (the filter gradient) are not split.
+thread count. An op whose output sums over the rows of its cut inputs (``OpDef.row_sum``:
+the filter and bias gradients) runs each range into a partial output; the partials are
+added in range order, the same sum every time for a given thread count. Reductions are
+not split. A jit replay (``OpDef.nested``) gets the device's kernel runner and sends its
+big steps through it.
 """
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ class Engine:
         storage or None per output) are the storages the outputs overwrite, through
         ``out_views``. Returns one storage per output: the written one, or a new one."""
         if (writes is None and out_views is None and len(out_specs) == 1
-                and op_def.tiny_inline and not self.hooks.active):
+                and op_def.tiny_inline and not self.hooks.wants_nodes):
             device = self.devices.table[device_id]
             if device.inline_limit and _tiny(storages, out_specs[0], device.inline_limit):
                 result = self._run_direct(op_def, attrs, storages, out_specs[0], device,
@@ -119,7 +119,15 @@ class Engine:
                 if self._releases else None
         if blocks:
             self._free_blocks(blocks)
+        hooks = self.hooks
+        if hooks.active:   # the trace: the op as a record, on the caller's track
+            record = state.DirectOp(op_def, args, out, created_at)
+            hooks.op_started(record, device.device_id, device.caller_track,
+                             record.t_created)
         exc = device.run_direct(op_def, attrs, args, views, out)
+        if hooks.active:
+            hooks.op_finished(record, device.device_id, device.caller_track,
+                              time.perf_counter_ns(), exc)
         error = None if exc is None else OpError.from_failure(
             exc, op=op_def.name, node_id=out.node_id, device=device.device_id,
             created_at=format_callsite(created_at))

@@ -30,8 +30,10 @@ dead node is marked once and handed back to the caller, who frees it with ``dele
 """
 from __future__ import annotations
 
+import time
+
 from minerva.dag.nodes import (COMPLETED, FAILED, LAUNCHED, READY, RUNNING, DataNode,
-                               OpNode)
+                               OpNode, new_node_id)
 from minerva.dag.physical_dag import PhysicalDag
 
 
@@ -74,6 +76,21 @@ def register_op(dag: PhysicalDag, op_def, attrs: dict, args: list, out_specs,
             live[out.node_id] = out
     dag.ops[op.node_id] = op
     return op
+
+
+class DirectOp:
+    """An op run by ``begin_direct``/``end_direct``, as the hooks ``op_started`` and
+    ``op_finished`` see it (the fields of an op node they read); made only while a
+    listener (the trace) is subscribed."""
+
+    __slots__ = ("node_id", "op_def", "inputs", "outputs", "created_at", "t_created",
+                 "t_started")
+
+    def __init__(self, op_def, args: list, out: DataNode, created_at):
+        self.node_id = new_node_id()
+        self.op_def, self.inputs, self.outputs = op_def, args, [out]
+        self.created_at = created_at
+        self.t_created = self.t_started = time.perf_counter_ns()
 
 
 def begin_direct(dag: PhysicalDag, args: list, spec, device_id: int,

@@ -7,10 +7,13 @@ runs; a run is ``n_steps`` steps issued back to back, then one wait):
 
 - ``mv-1dev``: the app's step (``apps/train.py``'s ``Step`` with the hand-written backward
   pass of ``apps/layers.py``, ``--manual-backward``; ``mv.optim.SGD`` in place) on one CPU
-  device with the default thread setting: every core a BLAS thread of that device;
+  device with as many threads as cores (the default sharing; set explicitly, as the
+  harness makes one thread the default of the other scenarios);
 - ``mv-1dev-1thr``: the same on ``mv.create_cpu_device(threads=1)``;
+- ``mv-1dev-jit``: the apps' default step on the ``mv-1dev`` device: autograd, replayed by
+  ``mv.jit`` (two warm-up steps: one eager, one recorded);
 - ``mv-2dev``: ``apps/mnist_cnn_2gpu.py``'s ``DataParallelStep`` (hand-written backward)
-  over two CPU devices, half the batch each (by default one BLAS thread each on 2 cores);
+  over two CPU devices, half the batch each, the cores shared (one thread each on 2 cores);
 - ``torch-1thr`` / ``torch-Nthr``: the same network in PyTorch eager with
   ``torch.optim.SGD``, ``torch.set_num_threads(1)`` and all cores.
 
@@ -70,8 +73,10 @@ class MinervaSystem:
     """The app's step on ``n_devices`` CPU devices (``threads``: each device's BLAS
     threads, None for the default sharing), in a runtime of its own per run."""
 
-    def __init__(self, weights: dict, n_devices: int = 1, threads: int | None = None):
+    def __init__(self, weights: dict, n_devices: int = 1, threads: int | None = None,
+                 jit: bool = False):
         self.weights, self.n_devices, self.threads = weights, n_devices, threads
+        self.jit = jit   # the apps' default: autograd, jitted (else hand-written, eager)
         self.step = None
 
     def start(self, warmup) -> None:
@@ -83,8 +88,10 @@ class MinervaSystem:
             params = train.attach_grads({k: mv.array(v) for k, v in self.weights.items()})
         opt = optim.SGD(params, lr=LR, momentum=MOMENTUM)
         make = train.Step if self.n_devices == 1 else mnist_cnn_2gpu.DataParallelStep
-        self.step = make(mnist_cnn.APP, devices, params, opt, manual=True)
-        self.step(*warmup)
+        self.step = make(mnist_cnn.APP, devices, params, opt, manual=not self.jit,
+                         jit=self.jit)
+        for _ in range(2 if self.jit else 1):
+            self.step(*warmup)
         mv.wait_for_all()
 
     def run(self, data: list) -> None:
@@ -179,9 +186,10 @@ def load_torch():
 def systems_for(weights: dict, torch) -> dict:
     """Every system, by name."""
     cores = usable_cores()
-    systems = {"mv-1dev": MinervaSystem(weights),
+    systems = {"mv-1dev": MinervaSystem(weights, threads=cores),
                "mv-1dev-1thr": MinervaSystem(weights, threads=1),
-               "mv-2dev": MinervaSystem(weights, n_devices=2)}
+               "mv-1dev-jit": MinervaSystem(weights, threads=cores, jit=True),
+               "mv-2dev": MinervaSystem(weights, n_devices=2, threads=max(1, cores // 2))}
     if torch is not None:
         systems["torch-1thr"] = TorchSystem(torch, weights, 1)
         systems[f"torch-{cores}thr"] = TorchSystem(torch, weights, cores)
@@ -221,7 +229,7 @@ def ratios_of(ms: dict) -> dict:
     out = {"threads_speedup": ms["mv-1dev-1thr"] / ms["mv-1dev"]}
     all_cores = [n for n in ms if n.startswith("torch") and n != "torch-1thr"]
     if all_cores:
-        for name in ("mv-1dev", "mv-2dev", "mv-1dev-1thr"):
+        for name in ("mv-1dev", "mv-2dev", "mv-1dev-jit", "mv-1dev-1thr"):
             out[f"{name}_over_torch"] = ms[name] / ms[all_cores[0]]
         out["mv-1dev-1thr_over_torch-1thr"] = ms["mv-1dev-1thr"] / ms["torch-1thr"]
     return out
@@ -233,7 +241,7 @@ def report(batch: int, n_steps: int, ms: dict, ratios: dict) -> None:
     table(f"cnn-torch: batch {batch}, {n_steps} steps per run", rows, ("system", "ms/step"))
     for name, value in ratios.items():
         goal = ""
-        if name in ("mv-1dev_over_torch", "mv-2dev_over_torch"):
+        if name in ("mv-1dev_over_torch", "mv-2dev_over_torch", "mv-1dev-jit_over_torch"):
             goal = f" (goal <= {GOALS['vs_torch']}x: {'met' if value <= 1 else 'MISSED'})"
         elif name == "threads_speedup" and batch == 128:
             met = value >= GOALS["threads_speedup"]
