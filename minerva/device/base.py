@@ -172,26 +172,29 @@ class Device(abc.ABC):
         """Give the op's outputs their buffers (a fresh block from this device's store for
         ``output_stream``, or the buffer of the version a write overwrites) and run its
         kernel on its inputs' views (a deferred op's kernel also gets ``done``)."""
+        arrays, out = self._operands(op)
+        op_def = op.op_def
+        if op_def is COPY and self._copy_in(op.inputs[0], out):
+            return
+        if done is not None:
+            op_def.impl(self.xp, *arrays, out=out, done=done, **op.attrs)
+            return
+        self.run_kernel(op_def, arrays, out, op.attrs)
+
+    def _operands(self, op) -> tuple:
+        """The kernel's input arrays (through their views) and its output array(s)."""
         inputs = op.inputs
         arrays = [data.array for data in (inputs if op.n_args == len(inputs)
                                           else inputs[:op.n_args])]
         if op.views is not None:
             view = self.view
             arrays = [a if v is None else view(a, v) for a, v in zip(arrays, op.views)]
-        outputs = op.outputs
-        if len(outputs) == 1:
-            out = self._out_array(outputs[0])
-            if op.out_views is not None and op.out_views[0] is not None:
-                out = self.view(out, op.out_views[0])
-        else:
-            out = self._out_arrays(op)
-        op_def = op.op_def
-        if op_def is COPY and self._copy_in(inputs[0], out):
-            return
-        if done is not None:
-            op_def.impl(self.xp, *arrays, out=out, done=done, **op.attrs)
-            return
-        self.run_kernel(op_def, arrays, out, op.attrs)
+        if len(op.outputs) != 1:
+            return arrays, self._out_arrays(op)
+        out = self._out_array(op.outputs[0])
+        if op.out_views is not None and op.out_views[0] is not None:
+            out = self.view(out, op.out_views[0])
+        return arrays, out
 
     def run_kernel(self, op_def, arrays, out, attrs) -> None:
         """Run ``op_def``'s kernel on ``arrays`` into ``out`` (a CPU device may cut it

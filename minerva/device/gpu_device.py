@@ -304,21 +304,6 @@ class GpuDevice(Device):
                 record.error = record.error or self._launch_error(err)
         self.layer.launch(stream, kernel)
 
-    def _operands(self, op) -> tuple:
-        """The kernel's input arrays (through their views) and its output array(s)."""
-        inputs = op.inputs
-        arrays = [data.array for data in (inputs if op.n_args == len(inputs)
-                                          else inputs[:op.n_args])]
-        if op.views is not None:
-            view = self.view
-            arrays = [a if v is None else view(a, v) for a, v in zip(arrays, op.views)]
-        if len(op.outputs) != 1:
-            return arrays, self._out_arrays(op)
-        out = self._out_array(op.outputs[0])
-        if op.out_views is not None and op.out_views[0] is not None:
-            out = self.view(out, op.out_views[0])
-        return arrays, out
-
     def _record(self, record: Launched) -> None:
         """Record the op's event on its stream and note the op as the writer of its
         blocks."""

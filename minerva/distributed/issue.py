@@ -17,6 +17,7 @@ from minerva.distributed import session as sessions
 from minerva.distributed.collective_ops import OP_DEFS, Collective, Place, check_reduction
 from minerva.narray import NArray
 from minerva.ops import registry
+from minerva.ops.views import c_strides
 from minerva.system import get_system
 
 COPY = registry.get("copy")
@@ -55,13 +56,6 @@ def contiguous(x: NArray) -> NArray:
     return builder.build(COPY, [x])
 
 
-def c_strides(shape: tuple, itemsize: int) -> tuple:
-    """Byte strides of a C-contiguous array of ``shape``."""
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def place_of(system, device_id: int) -> Place:

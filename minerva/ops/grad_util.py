@@ -28,3 +28,20 @@ def restore_axes(ns, g, in_shape: tuple, axis, keepdims: bool):
     axes = range(len(in_shape)) if axis is None else axis
     shape = tuple(1 if i in axes else n for i, n in enumerate(in_shape))
     return ns.reshape(g, shape)
+
+
+def spread(ns, ctx, g):
+    """A reduction's output gradient (or output) broadcast back over the reduced axes of
+    its input (``ctx.attrs``: ``axis``, ``keepdims``)."""
+    spec = ctx.in_specs[0]
+    back = restore_axes(ns, g, spec.shape, ctx.attrs["axis"], ctx.attrs["keepdims"])
+    return ns.broadcast_to(back, spec.shape)
+
+
+def reduced_count(ctx) -> int:
+    """How many input elements a reduction folds into each output element."""
+    shape, axis = ctx.in_specs[0].shape, ctx.attrs["axis"]
+    count = 1
+    for a in (range(len(shape)) if axis is None else axis):
+        count *= shape[a]
+    return count

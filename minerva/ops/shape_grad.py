@@ -8,44 +8,28 @@ scatter-add: an element picked twice receives both contributions.
 from __future__ import annotations
 
 from minerva.ops.elementwise import ARRAY
-from minerva.ops.grad_util import restore_axes, unbroadcast
+from minerva.ops.grad_util import reduced_count, spread, unbroadcast
 from minerva.ops.registry import defvjp, nondifferentiable
 
 
-def _spread(ns, ctx, g):
-    """The output gradient broadcast back over the reduced axes."""
-    spec = ctx.in_specs[0]
-    back = restore_axes(ns, g, spec.shape, ctx.attrs["axis"], ctx.attrs["keepdims"])
-    return ns.broadcast_to(back, spec.shape)
-
-
-def _count(ctx) -> int:
-    shape, axis = ctx.in_specs[0].shape, ctx.attrs["axis"]
-    axes = range(len(shape)) if axis is None else axis
-    count = 1
-    for a in axes:
-        count *= shape[a]
-    return count
-
-
 def _sum(ns, ctx, g):
-    return [ns.astype(_spread(ns, ctx, g[0]), ctx.in_specs[0].dtype)]
+    return [ns.astype(spread(ns, ctx, g[0]), ctx.in_specs[0].dtype)]
 
 
 def _mean(ns, ctx, g):
-    return [_spread(ns, ctx, g[0] / _count(ctx))]
+    return [spread(ns, ctx, g[0] / reduced_count(ctx))]
 
 
 def _prod(ns, ctx, g):
     x = ctx.inputs[0]
-    return [_spread(ns, ctx, g[0] * ctx.outputs[0]) / x]
+    return [spread(ns, ctx, g[0] * ctx.outputs[0]) / x]
 
 
 def _extremum(ns, ctx, g):
     x = ctx.inputs[0]
-    hit = x == _spread(ns, ctx, ctx.outputs[0])
-    ties = _spread(ns, ctx, ns.sum(hit, axis=ctx.attrs["axis"], keepdims=ctx.attrs["keepdims"]))
-    return [ns.where(hit, _spread(ns, ctx, g[0]) / ties, 0)]
+    hit = x == spread(ns, ctx, ctx.outputs[0])
+    ties = spread(ns, ctx, ns.sum(hit, axis=ctx.attrs["axis"], keepdims=ctx.attrs["keepdims"]))
+    return [ns.where(hit, spread(ns, ctx, g[0]) / ties, 0)]
 
 
 def _reshape(ns, ctx, g):

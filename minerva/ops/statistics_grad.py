@@ -10,22 +10,8 @@ have no rule yet (asking a gradient through them raises too).
 """
 from __future__ import annotations
 
-import numpy as np
-
-from minerva.ops.grad_util import restore_axes
+from minerva.ops.grad_util import reduced_count, restore_axes, spread
 from minerva.ops.registry import defvjp, nondifferentiable
-
-
-def _spread(ns, ctx, g):
-    """A reduction's output gradient (or output) broadcast back over the reduced axes."""
-    spec = ctx.in_specs[0]
-    back = restore_axes(ns, g, spec.shape, ctx.attrs["axis"], ctx.attrs["keepdims"])
-    return ns.broadcast_to(back, spec.shape)
-
-
-def _count(ctx) -> int:
-    shape, axis = ctx.in_specs[0].shape, ctx.attrs["axis"]
-    return int(np.prod([shape[a] for a in (range(len(shape)) if axis is None else axis)]))
 
 
 def _cast(ns, ctx, grad):
@@ -38,49 +24,49 @@ def _centered(ns, ctx):
 
 
 def _var(ns, ctx, g):
-    scale = 2.0 / (_count(ctx) - ctx.attrs["ddof"])
-    return [_cast(ns, ctx, _spread(ns, ctx, g[0]) * _centered(ns, ctx) * scale)]
+    scale = 2.0 / (reduced_count(ctx) - ctx.attrs["ddof"])
+    return [_cast(ns, ctx, spread(ns, ctx, g[0]) * _centered(ns, ctx) * scale)]
 
 
 def _std(ns, ctx, g):
-    scale = 1.0 / (_count(ctx) - ctx.attrs["ddof"])
-    per_std = _spread(ns, ctx, g[0] / ctx.outputs[0])
+    scale = 1.0 / (reduced_count(ctx) - ctx.attrs["ddof"])
+    per_std = spread(ns, ctx, g[0] / ctx.outputs[0])
     return [_cast(ns, ctx, per_std * _centered(ns, ctx) * scale)]
 
 
 def _nansum(ns, ctx, g):
     x = ctx.inputs[0]
-    return [_cast(ns, ctx, ns.where(ns.isnan(x), 0, _spread(ns, ctx, g[0])))]
+    return [_cast(ns, ctx, ns.where(ns.isnan(x), 0, spread(ns, ctx, g[0])))]
 
 
 def _nanmean(ns, ctx, g):
     x, axis = ctx.inputs[0], ctx.attrs["axis"]
     present = ns.sum(~ns.isnan(x), axis=axis, keepdims=ctx.attrs["keepdims"])
-    return [_cast(ns, ctx, ns.where(ns.isnan(x), 0, _spread(ns, ctx, g[0] / present)))]
+    return [_cast(ns, ctx, ns.where(ns.isnan(x), 0, spread(ns, ctx, g[0] / present)))]
 
 
 def _nanprod(ns, ctx, g):
     x = ctx.inputs[0]
-    per = _spread(ns, ctx, g[0] * ctx.outputs[0]) / x
+    per = spread(ns, ctx, g[0] * ctx.outputs[0]) / x
     return [_cast(ns, ctx, ns.where(ns.isnan(x), 0, per))]
 
 
 def _ties(ns, ctx, extreme):
     """Where the input equals the (spread) extreme, divided by the number of ties."""
-    hit = ctx.inputs[0] == _spread(ns, ctx, extreme)
+    hit = ctx.inputs[0] == spread(ns, ctx, extreme)
     ties = ns.sum(hit, axis=ctx.attrs["axis"], keepdims=ctx.attrs["keepdims"])
-    return ns.where(hit, 1.0 / _spread(ns, ctx, ties), 0.0)
+    return ns.where(hit, 1.0 / spread(ns, ctx, ties), 0.0)
 
 
 def _nan_extremum(ns, ctx, g):
-    return [_cast(ns, ctx, _ties(ns, ctx, ctx.outputs[0]) * _spread(ns, ctx, g[0]))]
+    return [_cast(ns, ctx, _ties(ns, ctx, ctx.outputs[0]) * spread(ns, ctx, g[0]))]
 
 
 def _ptp(ns, ctx, g):
     x, axis, keep = ctx.inputs[0], ctx.attrs["axis"], ctx.attrs["keepdims"]
     high = _ties(ns, ctx, ns.max(x, axis=axis, keepdims=keep))
     low = _ties(ns, ctx, ns.min(x, axis=axis, keepdims=keep))
-    return [_cast(ns, ctx, (high - low) * _spread(ns, ctx, g[0]))]
+    return [_cast(ns, ctx, (high - low) * spread(ns, ctx, g[0]))]
 
 
 def _average(ns, ctx, g):
@@ -90,7 +76,7 @@ def _average(ns, ctx, g):
     axis = ctx.attrs["axis"]
     axis = None if axis is None else tuple(sorted(axis))
     spec = ctx.in_specs[0]
-    back = restore_axes(ns, g[0] / _count(ctx), spec.shape, axis, ctx.attrs["keepdims"])
+    back = restore_axes(ns, g[0] / reduced_count(ctx), spec.shape, axis, ctx.attrs["keepdims"])
     return [_cast(ns, ctx, ns.broadcast_to(back, spec.shape))]
 
 

@@ -45,8 +45,8 @@ def normalized(spec, view):
 def is_basic(index) -> bool:
     """Whether ``index`` (a tuple) holds only ints, slices, None and Ellipsis."""
     for item in index:
-        if not (item is None or item is Ellipsis or isinstance(item, slice)
-                or (isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)))):
+        is_int = isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
+        if not (item is None or item is Ellipsis or isinstance(item, slice) or is_int):
             return False
     return True
 

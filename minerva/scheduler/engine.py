@@ -4,8 +4,8 @@ failures, deletes, cancelling.
 State owned here, all guarded by ``_lock``: the PhysicalDag and every node's runtime info,
 every storage's ``current`` version and every version's copy cache, ``n_inflight`` (ops
 registered and not finished), ``n_deleting`` (dead nodes whose block is not yet back in its
-store) and ``_failures`` (op errors no ``wait_for_all`` has raised yet). Decisions are made under the lock; blocks are freed after it is
-released. Two lock-free deques carry work from threads that must not take the lock:
+store) and ``_failures`` (op errors no ``wait_for_all`` has raised yet). Decisions are
+made under the lock; blocks are freed after it is released. Two lock-free deques carry work from threads that must not take the lock:
 ``_releases`` (storages dropped by finalizers) and ``_freed`` (counts of blocks freed
 outside the lock); both are applied the next time an engine thread holds the lock.
 

@@ -14,8 +14,8 @@ import time
 from typing import Callable
 
 SCENARIOS: dict[str, Callable] = {}
-MODULES = ("dispatch", "memory", "conv", "cnn_torch", "overlap", "steps", "autograd", "gpu", "trace",
-           "jit", "dist")
+MODULES = ("dispatch", "memory", "conv", "cnn_torch", "overlap", "steps", "autograd", "gpu",
+           "trace", "jit", "dist")
 
 
 def scenario(name: str):
