@@ -377,3 +377,31 @@ def test_tiny_ops_are_traced_on_the_caller_track_without_op_nodes(tmp_path, engi
     for previous, event in zip(adds, adds[1:]):
         assert event["args"]["deps"] == [previous["args"]["node_id"]]
         assert event["args"]["created_at"].startswith(HERE + ":")
+
+
+def test_a_jit_replay_shows_its_steps_inside_its_slice(tmp_path):
+    mv.init()
+    mv.set_device(mv.create_cpu_device())
+    w = mv.ones((4, 4))
+
+    @mv.jit
+    def step(x):
+        y = x @ w
+        return mv.relu(y) + 1.0
+    line = step.__wrapped__.__code__.co_firstlineno
+    x = mv.ones((2, 4))
+    for _ in range(2):                       # record, then replay once untraced
+        step(x).wait()
+    mv.trace.start(str(tmp_path / "t.json"))
+    assert step(x).to_numpy().tolist() == [[5.0] * 4] * 2
+    trace = load(mv.trace.stop())
+    check_chrome_trace(trace)
+    replay = next(e for e in op_slices(trace) if e["args"]["op"] == "jit_replay")
+    steps = [e for e in trace["traceEvents"] if e.get("cat") == "jit-step"]
+    assert [e["name"] for e in steps] == ["matmul", "relu", "add_scalar"]
+    assert [e["args"]["created_at"] for e in steps] == [
+        f"{HERE}:{line + 2}", f"{HERE}:{line + 3}", f"{HERE}:{line + 3}"]
+    for e in steps:
+        assert (e["pid"], e["tid"]) == (replay["pid"], replay["tid"])
+        assert replay["ts"] <= e["ts"] and e["ts"] + e["dur"] <= replay["ts"] + replay["dur"]
+        assert e["args"]["replay"] == replay["args"]["node_id"]

@@ -12,11 +12,13 @@ Events and their arguments (times are ``time.perf_counter_ns()`` values):
 - ``mem_alloc(device_id, block, in_use_bytes)``, ``mem_free(device_id, block,
   in_use_bytes)``: a store handed out or took back a block.
 - ``dispatch(kind, node, t0_ns, t1_ns)``: a dispatcher thread handled one task.
+- ``inner_op(device_id, parent_id, name, created_at, t0_ns, t1_ns)``: a kernel run inside
+  op node ``parent_id`` (a step of a jit replay on a CPU device) took ``t0_ns..t1_ns``.
 """
 from __future__ import annotations
 
 EVENTS = ("op_created", "op_ready", "op_started", "op_finished", "op_poisoned",
-          "data_deleted", "mem_alloc", "mem_free", "dispatch")
+          "data_deleted", "mem_alloc", "mem_free", "dispatch", "inner_op")
 NODE_EVENTS = ("op_created", "op_ready", "data_deleted")
 
 

@@ -6,6 +6,7 @@ through a few node fields only (``op_def``, ``attrs``, ``inputs[i].array``, ``vi
 from __future__ import annotations
 
 import abc
+import functools
 import threading
 import time
 import traceback
@@ -179,7 +180,13 @@ class Device(abc.ABC):
         if done is not None:
             op_def.impl(self.xp, *arrays, out=out, done=done, **op.attrs)
             return
-        self.run_kernel(op_def, arrays, out, op.attrs)
+        attrs = op.attrs
+        if op_def.nested and self.hooks.active:   # a jit replay: time each of its steps
+            attrs = dict(attrs, trace=functools.partial(self._inner_op, op.node_id))
+        self.run_kernel(op_def, arrays, out, attrs)
+
+    def _inner_op(self, parent_id: int, name: str, created_at, t0_ns: int, t1_ns: int):
+        self.hooks.inner_op(self.device_id, parent_id, name, created_at, t0_ns, t1_ns)
 
     def _operands(self, op) -> tuple:
         """The kernel's input arrays (through their views) and its output array(s)."""

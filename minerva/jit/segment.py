@@ -14,6 +14,7 @@ eager op would (the same numbers, the same speed); the other steps call their ke
 from __future__ import annotations
 
 import functools
+import time
 
 import numpy as np
 
@@ -67,29 +68,34 @@ class SegmentRun:
             and self.values[step.outs[0][0]].spec.nbytes >= MAY_SPLIT_BYTES)
         return [step, ins, outs, None, may_split]
 
-    def run(self, xp, arrays, outs, seeds, run=None) -> None:
+    def run(self, xp, arrays, outs, seeds, run=None, trace=None) -> None:
         """Run every step in order (``seeds`` maps recorded random seeds to this replay's;
-        ``run``: the device's kernel runner, see the module docstring); an error is
-        annotated with the user's line of the step that raised it."""
+        ``run``: the device's kernel runner, see the module docstring; ``trace``, while a
+        trace records: ``trace(name, created_at, t0_ns, t1_ns)`` after each step); an
+        error is annotated with the user's line of the step that raised it."""
         table = self._table(xp, arrays, outs)
         for compiled in self.steps:
             step, ins, out_slots, fixed, may_split = compiled
+            if trace is not None:
+                t0 = time.perf_counter_ns()
             try:
                 if fixed is not None:
                     fixed()
-                    continue
-                out = table[out_slots[0]] if len(out_slots) == 1 else tuple(
-                    table[i] for i in out_slots)
-                attrs = step.attrs if not seeds or "seed" not in step.attrs else dict(
-                    step.attrs, seed=seeds.get(step.attrs["seed"], step.attrs["seed"]))
-                if run is not None and may_split:
-                    run(step.op_def, [table[i] for i in ins], out, attrs)
                 else:
-                    step.op_def.impl(xp, *[table[i] for i in ins], out=out, **attrs)
+                    out = table[out_slots[0]] if len(out_slots) == 1 else tuple(
+                        table[i] for i in out_slots)
+                    attrs = step.attrs if not seeds or "seed" not in step.attrs else dict(
+                        step.attrs, seed=seeds.get(step.attrs["seed"], step.attrs["seed"]))
+                    if run is not None and may_split:
+                        run(step.op_def, [table[i] for i in ins], out, attrs)
+                    else:
+                        step.op_def.impl(xp, *[table[i] for i in ins], out=out, **attrs)
             except Exception as exc:
                 exc.minerva_created_at = step.created_at
                 exc.add_note(f"in the jitted op '{step.op_def.name}'")
                 raise
+            if trace is not None:
+                trace(step.op_def.name, step.created_at, t0, time.perf_counter_ns())
 
     def _table(self, xp, arrays, outs) -> list:
         """Every (value, view) a step uses, as an array of this replay."""

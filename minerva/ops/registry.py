@@ -59,7 +59,9 @@ class OpDef:
     ``row_sum``: the output is instead the sum over rows of the ``row_split`` inputs (a
     filter gradient): the ranges' partial outputs are added in range order. ``nested``:
     the kernel runs other ops' kernels (a jit replay); a device that splits kernels passes
-    it ``run=run_kernel(op_def, arrays, out, attrs)`` to run them with."""
+    it ``run=run_kernel(op_def, arrays, out, attrs)`` to run them with, and a CPU device
+    whose run a trace records passes ``trace=(name, created_at, t0_ns, t1_ns)`` to time
+    each of them."""
 
     __slots__ = ("name", "infer", "impl", "n_outputs", "priority", "elementwise", "vjp",
                  "tiny_inline", "bind", "deferred", "row_split", "row_sum", "nested")

@@ -7,6 +7,8 @@ Layout:
 - one process per device (pid ``device_id + 2``): a track per worker or stream with a
   slice per op (category ``op`` or ``copy``), a ``failures`` track with an instant per
   poisoned op, and a ``memory in use`` counter;
+- inside a jit replay's slice (CPU devices), a slice per step it ran (category
+  ``jit-step``), with the user's line of the op it replays;
 - a flow arrow from each producer's slice to each consumer's slice;
 - a failed op's slice carries ``error`` and the ids of the ops it poisoned, and a global
   instant marks the failure.
@@ -41,6 +43,7 @@ def build(rec: Recording, devices: dict) -> dict:
     tids = _lanes(rec, events)
     victims = poisoned_by_origin(rec)
     events += _op_slices(rec, tids, victims)
+    events += _inner_slices(rec, tids)
     events += _flows(rec, tids)
     events += _failures(rec, victims)
     events += _dispatch_slices(rec, events)
@@ -157,6 +160,15 @@ def _op_slices(rec: Recording, tids: dict, victims: dict) -> list:
             event["cname"] = "terrible"
         events.append(event)
     return events
+
+
+def _inner_slices(rec: Recording, tids: dict) -> list:
+    """The steps of jit replays, on their replay's lane (nested in its slice)."""
+    return [{"ph": "X", "name": name, "cat": "jit-step", "pid": device_pid(device_id),
+             "tid": tids[parent_id], "ts": us(start), "dur": us(end - start),
+             "args": {"created_at": where, "replay": parent_id}}
+            for start, end, device_id, parent_id, name, where in rec.inner
+            if parent_id in tids]
 
 
 def _flows(rec: Recording, tids: dict) -> list:

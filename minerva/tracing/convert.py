@@ -92,6 +92,7 @@ class Recording:
         self.memory: list[tuple[int, int, int]] = []     # (t, device_id, in_use_bytes)
         self.dispatch: list[tuple] = []                  # (t0, t1, thread, kind, node id)
         self.pending: list[int] = []                     # t_created of ops left at stop
+        self.inner: list[tuple] = []   # (t0, t1, device_id, parent id, name, "file:line")
 
     def ran_ops(self) -> list[OpRecord]:
         """Ops that a device started, by start time."""
@@ -174,8 +175,14 @@ def _on_dispatch(rec: Recording, ev: tuple, t0: int) -> None:
     rec.dispatch.append((start - t0, end - t0, thread, kind, node_id))
 
 
+def _on_inner(rec: Recording, ev: tuple, t0: int) -> None:
+    _tag, device_id, parent_id, name, file, line, start, end = ev
+    where = "?" if file == "?" else format_callsite((file, line))
+    rec.inner.append((start - t0, end - t0, device_id, parent_id, name, where))
+
+
 _HANDLERS = {R.FINISHED: _on_finished, R.POISONED: _on_poisoned, R.ALLOC: _on_memory,
-             R.FREE: _on_memory, R.DISPATCH: _on_dispatch}
+             R.FREE: _on_memory, R.DISPATCH: _on_dispatch, R.INNER: _on_inner}
 
 
 def _track_of(rec: Recording, device_id: int) -> str:

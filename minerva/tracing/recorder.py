@@ -26,7 +26,7 @@ import collections
 import threading
 import time
 
-FINISHED, POISONED, ALLOC, FREE, DISPATCH = range(5)
+FINISHED, POISONED, ALLOC, FREE, DISPATCH, INNER = range(6)
 """Tags of the recorded tuples (the first field of each).
 
 ``(FINISHED, node_id, name, device_id, track, t_created, t_start, t_end, error, file,
@@ -106,6 +106,11 @@ class Recorder:
     def mem_free(self, device_id, block, in_use_bytes) -> None:
         """A store took a block back; ``in_use_bytes`` is its new total."""
         self._append((FREE, device_id, in_use_bytes, _now()))
+
+    def inner_op(self, device_id, parent_id, name, created_at, t0_ns, t1_ns) -> None:
+        """A kernel ran inside op ``parent_id`` (a jit replay's step)."""
+        file, line = created_at or NO_CALLSITE
+        self._append((INNER, device_id, parent_id, name, file, line, t0_ns, t1_ns))
 
     def dispatch(self, kind, node, t0_ns, t1_ns) -> None:
         """A dispatcher thread handled one task."""
