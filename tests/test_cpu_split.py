@@ -181,3 +181,20 @@ def test_jit_replays_split_as_eager_ops_do(two_threads, ranges_run):
         checked = mv.jit(step, check=True)    # each call also eager: bitwise, or JitError
         for _ in range(2):
             checked(*args)[1].wait(timeout=30)
+
+
+def test_the_caller_gets_its_blas_count_back():
+    from threadpoolctl import ThreadpoolController
+    openblas = ThreadpoolController().select(internal_api="openblas").lib_controllers
+    splitter = cpu_split.RowSplitter("test-split")
+    x = _images(0)
+    out = np.empty_like(x)
+    try:
+        BLAS.apply(2)
+        assert splitter.run(2, registry.get("relu_backward"), np, [x, x], out, {})
+        np.testing.assert_array_equal(out, np.where(x > 0, x, 0))
+        if openblas:   # the ranges set one thread; the caller (a jit replay) goes on with 2
+            assert openblas[0].get_num_threads() == 2
+    finally:
+        splitter.shutdown()
+        BLAS.apply(1)

@@ -91,14 +91,17 @@ class RowSplitter:
         if cut is None:
             return False
         ranges = _ranges(arrays[cut[0]].shape[0], threads)
-        if op_def.row_sum:
-            outs = [out] + [np.empty_like(out) for _ in ranges[1:]]
-            self._run_ranges(op_def.impl, xp, arrays, cut, outs, ranges, attrs)
-            for partial in outs[1:]:   # in range order: the same sum every time
-                out += partial
-            return True
-        self._run_ranges(op_def.impl, xp, arrays, cut, [out] * len(ranges), ranges, attrs,
-                         cut_out=True)
+        try:
+            if op_def.row_sum:
+                outs = [out] + [np.empty_like(out) for _ in ranges[1:]]
+                self._run_ranges(op_def.impl, xp, arrays, cut, outs, ranges, attrs)
+                for partial in outs[1:]:   # in range order: the same sum every time
+                    out += partial
+            else:
+                self._run_ranges(op_def.impl, xp, arrays, cut, [out] * len(ranges), ranges,
+                                 attrs, cut_out=True)
+        finally:
+            BLAS.apply(threads)   # the caller's count again (a jit replay goes on with it)
         return True
 
     def _run_ranges(self, impl, xp, arrays, cut, outs, ranges, attrs,
