@@ -13,21 +13,16 @@ import os
 import sys
 from typing import Callable
 
-import numpy as np
-
 import minerva as mv
 from minerva.datasets import DatasetError, load_mnist
 
-from apps import layers
+from apps import layers, report, train
+from apps.basics import AppError, device_names, split  # noqa: F401  (apps use common.*)
 
 SMOKE_SIZES = {"train": 2560, "val": 500, "test": 1000}
 SMOKE_EPOCHS = 1
 OPTIMIZERS = ("sgd", "adam")
 ADAM_LR = 1e-3   # Adam's default learning rate (the apps' --lr defaults are SGD's)
-
-
-class AppError(Exception):
-    """A problem the user can fix (bad flag, missing extra): shown without a traceback."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,11 +193,6 @@ def load_data(app: App, args) -> dict:
     return data
 
 
-def device_names(devices: list[int]) -> str:
-    """``"0:cpu:0 (2 cores on host), 1:cpu:1 (...)"``: each device's id and name."""
-    return ", ".join(f"{d}:{mv.device_info(d)['name']}" for d in devices)
-
-
 def describe(data: dict, devices: list[int]) -> str:
     """One line: split sizes and the devices used."""
     sizes = " / ".join(f"{len(data[s][1])} {s}" for s in ("train", "val", "test"))
@@ -212,7 +202,6 @@ def describe(data: dict, devices: list[int]) -> str:
 # ---------------------------------------------------------------- main
 def main(app: App, argv=None, description: str | None = None) -> int:
     """Parse ``argv``, train and test ``app``; the exit status (0 when all went well)."""
-    from apps import report, train  # they import this module
     args = parse_args(app, argv, description)
     try:
         report.check_extras(args)
@@ -233,9 +222,3 @@ def main(app: App, argv=None, description: str | None = None) -> int:
     finally:
         mv.shutdown()
     return 0
-
-
-def split(array: np.ndarray, n_parts: int) -> list[np.ndarray]:
-    """``array`` cut along its first axis into ``n_parts`` near-equal, non-empty parts."""
-    parts = np.array_split(array, n_parts)
-    return [part for part in parts if len(part)]

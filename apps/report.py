@@ -14,7 +14,7 @@ import sys
 import structlog
 
 import minerva as mv
-from apps.common import AppError, device_names
+from apps.basics import AppError, device_names
 
 log = structlog.wrap_logger(  # its own settings: minerva's MINERVA_LOG level does not apply
     structlog.PrintLogger(sys.stdout),

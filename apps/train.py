@@ -16,7 +16,7 @@ import numpy as np
 
 import minerva as mv
 from apps import layers, report
-from apps.common import split
+from apps.basics import split
 from minerva import optim
 
 N_REPORTS = 8          # progress updates per epoch, at least
