@@ -17,8 +17,9 @@ def init(**options) -> None:
 
 
 def create_cpu_device(threads: int | None = None) -> int:
-    """A new CPU device with its own worker thread; returns its id. ``threads``: the BLAS
-    threads its kernels use (default: the cores shared among the CPU devices)."""
+    """A new CPU device with its own worker thread; returns its id. ``threads``: the
+    threads its kernels use — BLAS threads, and row ranges of its big kernels run side by
+    side (default: the cores shared among the CPU devices)."""
     return _system.get_system().devices.create_cpu_device(threads)
 
 
