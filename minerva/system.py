@@ -16,6 +16,7 @@ from minerva.common.errors import DeviceError, MinervaError
 from minerva.common.hooks import HookBus
 from minerva.common.logging import configure_logging, get_logger
 from minerva.dag.physical_dag import PhysicalDag
+from minerva.device import blas
 from minerva.device.manager import DeviceManager
 from minerva.ops.copy import COPY
 from minerva.scheduler.dag_scheduler import DagScheduler
@@ -160,6 +161,16 @@ def _check_setting_path(path: str) -> None:
 def running() -> System | None:
     """The running System, or None."""
     return Runtime.system
+
+
+def share_cores(n_processes: int) -> None:
+    """``n_processes`` processes of this program share this host's cores (the ranks of
+    ``minerva.distributed``): CPU devices get this process's part, the running runtime's
+    devices re-balanced."""
+    blas.share_cores(n_processes)
+    system = Runtime.system
+    if system is not None:
+        system.devices.rebalance()
 
 
 STOP_HOOKS: list = []

@@ -32,6 +32,24 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+class _Sharing:
+    """How many processes of this program share this machine's cores (the ranks of
+    ``minerva.distributed`` on one host)."""
+
+    processes = 1
+
+
+def share_cores(n_processes: int) -> None:
+    """Say that ``n_processes`` processes (this one included) share the usable cores."""
+    _Sharing.processes = max(1, int(n_processes))
+
+
+def cores_for_devices() -> int:
+    """The cores this process's CPU devices share: the usable cores, divided among the
+    processes that share them (at least one)."""
+    return max(1, usable_cores() // _Sharing.processes)
+
+
 def _openblas():
     """The loaded OpenBLAS's threadpoolctl controller and its
     ``openblas_set_num_threads_local``, or ``(None, None)``."""

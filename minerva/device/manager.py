@@ -6,7 +6,7 @@ import threading
 from minerva.common.errors import DeviceError
 from minerva.common.logging import get_logger
 from minerva.device import gpu  # imports cupy only when a GPU is asked for
-from minerva.device.blas import BLAS, usable_cores
+from minerva.device.blas import BLAS, cores_for_devices
 from minerva.device.cpu import CpuDevice
 from minerva.storage import make_store
 from minerva.storage.host import HostAllocator
@@ -48,11 +48,16 @@ class DeviceManager:
             self._balance()
             return self._add(device)
 
+    def rebalance(self) -> None:
+        """Share the cores again (after ``blas.share_cores`` changed how many are ours)."""
+        with self._lock:
+            self._balance()
+
     def _balance(self) -> None:
         """Share the cores among CPU devices without a fixed thread count."""
         shared = [d for d in self._cpus if d.fixed_threads is None]
         fixed = sum(d.fixed_threads for d in self._cpus if d.fixed_threads is not None)
-        share = max(1, (usable_cores() - fixed) // max(1, len(shared)))
+        share = max(1, (cores_for_devices() - fixed) // max(1, len(shared)))
         for device in self._cpus:
             device.threads = device.fixed_threads or share
         log.info("cpu_threads", threads=[d.threads for d in self._cpus],

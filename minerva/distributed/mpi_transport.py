@@ -60,7 +60,11 @@ class MpiTransport(Transport):
             mpi.Init_thread(mpi.THREAD_MULTIPLE)
         comm = mpi.COMM_WORLD.Dup()
         transport = cls(mpi, comm, timeout)
+        host = comm.Split_type(mpi.COMM_TYPE_SHARED)
+        transport.local_size = host.Get_size()
+        host.Free()
         log.info("dist_mpi_ready", rank=transport.rank, size=transport.size,
+                 local_size=transport.local_size,
                  library=mpi.Get_library_version().splitlines()[0].strip(),
                  thread_level=mpi.Query_thread())
         return transport

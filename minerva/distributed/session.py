@@ -80,6 +80,7 @@ def init(timeout=None) -> Session:
         if _State.transport is None:
             _State.transport = _make_transport(seconds)
             _hook_process(_State.transport)
+            system.share_cores(_State.transport.local_size)   # the ranks on this host
         _State.session = Session(_State.transport, seconds)
         log.info("dist_started", rank=_State.session.rank, size=_State.session.size,
                  transport=_State.transport.name, timeout=seconds)

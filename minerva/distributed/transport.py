@@ -29,6 +29,7 @@ class Transport:
     name = "abstract"
     rank = 0
     size = 1
+    local_size = 1   # ranks on this host (they share its cores)
 
     def __init__(self):
         self.interrupted: str | None = None

@@ -10,6 +10,7 @@ from helpers import check, check_equal, expected, value
 
 import minerva as mv
 import minerva.distributed as dist
+from minerva.device.blas import usable_cores
 from minerva.distributed import session as sessions
 
 SHAPES = [(), (5,), (3, 4, 2), (0, 3)]
@@ -101,9 +102,25 @@ def check_overlap(rank):
     check(t_reduced < t_compute, rank, "the collective waited for unrelated compute")
 
 
+def check_cores_shared(rank, made_before_init):
+    """The ranks on this host share its cores: each rank's CPU devices get their part,
+    also a device made before ``init``."""
+    per_rank = max(1, usable_cores() // dist.size())   # every rank runs on this host
+    got = mv.device_info(made_before_init)["blas_threads"]
+    check(got == per_rank, rank, f"the device has {got} threads, not {per_rank}")
+    second = mv.create_cpu_device()
+    for device in (made_before_init, second):
+        got = mv.device_info(device)["blas_threads"]
+        want = max(1, per_rank // 2)
+        check(got == want, rank, f"device {device} has {got} threads, not {want}")
+
+
 def main():
+    made_before_init = mv.create_cpu_device()
     dist.init()
     rank = dist.rank()
+    check_cores_shared(rank, made_before_init)
+    mv.set_device(made_before_init)
     order = helpers.record_order(sessions.current())
     check_allreduce(rank)
     check_views(rank)
