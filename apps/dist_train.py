@@ -26,8 +26,6 @@ from apps import common, mnist_cnn_2gpu, report, train
 
 LOCAL_RANK_VARS = ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK",
                    "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID")
-LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
-                   "MV2_COMM_WORLD_LOCAL_SIZE")
 
 
 def local_rank() -> int:
@@ -37,17 +35,6 @@ def local_rank() -> int:
         if os.environ.get(var, "").isdigit():
             return int(os.environ[var])
     return dist.rank()
-
-
-def share_cores() -> None:
-    """Give each CPU device of this rank its share of the machine's cores among the ranks
-    running there (``MINERVA_CPU_THREADS``, unless set): ranks must not oversubscribe."""
-    n_local = next((int(os.environ[v]) for v in LOCAL_SIZE_VARS
-                    if os.environ.get(v, "").isdigit()), 1)
-    if n_local > 1 and not os.environ.get("MINERVA_CPU_THREADS"):
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-            (os.cpu_count() or 1)
-        os.environ["MINERVA_CPU_THREADS"] = str(max(1, cores // n_local))
 
 
 def shard(array: np.ndarray, rank: int, size: int) -> np.ndarray:
@@ -117,8 +104,7 @@ def main(app: common.App, argv=None, description: str | None = None) -> int:
     """``common.main`` for ranks: join the ranks, then parse, train and test ``app``."""
     dist.init()
     args = common.parse_args(app, argv, description)
-    rank_outputs(args)
-    share_cores()
+    rank_outputs(args)   # (dist.init shared the host's cores among its ranks)
     try:
         report.check_extras(args)
         devices = common.create_devices(app, args.devices or default_devices())
