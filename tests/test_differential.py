@@ -19,6 +19,8 @@ SHAPES = [(4,), (3, 4), (4, 4), (2, 3, 4), (4, 1), (1, 4)]
 class Program:
     """One random program: a pool of (NArray, NumPy reference) pairs grown op by op."""
 
+    max_live = MAX_LIVE   # pairs kept at most (the oldest random ones are dropped)
+
     def __init__(self, seed: int, devices: list[int]):
         self.rng = np.random.default_rng(seed)
         self.devices = devices
@@ -118,7 +120,7 @@ class Program:
     def run(self, n_ops: int) -> None:
         for _ in range(n_ops):
             self.step()
-            while len(self.pool) > MAX_LIVE:
+            while len(self.pool) > self.max_live:
                 self._drop()
         for x, ref in self.pool:
             np.testing.assert_array_equal(x.to_numpy(), ref)

@@ -10,7 +10,6 @@ runs them last, only with ``GPU_CHECK_SUITES=1``. The device layer's own GPU tes
 """
 from __future__ import annotations
 
-import functools
 import inspect
 
 import pytest
@@ -21,31 +20,9 @@ import test_errors
 import test_lifecycle
 import test_nn_api
 import test_ops
-from minerva.common.config import Config
-from minerva.device import gpu
+from test_gpu import start
 
 pytestmark = pytest.mark.gpu
-
-
-@functools.lru_cache(maxsize=1)
-def n_gpus() -> int:
-    """Physical GPUs usable here (0 without CuPy or a driver)."""
-    return gpu.gpu_device_count(Config())
-
-
-def require_gpu() -> None:
-    if n_gpus() == 0:
-        pytest.skip("no GPU (CuPy with a CUDA driver) on this machine")
-
-
-def start(engine="dag", kinds=("gpu0",), virtual_gpus=0, **options) -> list[int]:
-    """A runtime with devices of ``kinds`` (``cpu``, ``gpuN``); the last is current."""
-    require_gpu()
-    mv.init(engine=engine, virtual_gpus=virtual_gpus, **options)
-    devices = [mv.create_cpu_device() if kind == "cpu" else mv.create_gpu_device(int(kind[3:]))
-               for kind in kinds]
-    mv.set_device(devices[-1])
-    return devices
 
 
 # ---- the suites again, on GPUs -------------------------------------------------------------

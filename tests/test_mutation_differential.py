@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import minerva as mv
+import test_differential
 from conftest import assert_settled
 
 N_SEEDS = 50
@@ -18,26 +19,16 @@ MAX_LIVE = 16
 SHAPES = [(4,), (3, 4), (4, 4), (2, 3, 4), (4, 1), (1, 4)]
 
 
-class Program:
+class Program(test_differential.Program):
     """A pool of (NArray, NumPy array) pairs; the NumPy side may be views of each other,
-    as the minerva side may."""
+    as the minerva side may (pool, pick, new value, drop, check and run as in
+    test_differential)."""
 
-    def __init__(self, seed: int, devices: list[int]):
-        self.rng = np.random.default_rng(seed)
-        self.devices = devices
-        self.pool: list[tuple[mv.NArray, np.ndarray]] = []
-
-    def pick(self):
-        return self.pool[self.rng.integers(len(self.pool))]
+    max_live = MAX_LIVE
 
     def pick_nd(self, ndim: int = 1):
         candidates = [p for p in self.pool if p[1].ndim >= ndim and p[1].shape[0]]
         return candidates[self.rng.integers(len(candidates))] if candidates else None
-
-    def new_value(self):
-        shape = SHAPES[self.rng.integers(len(SHAPES))]
-        ref = self.rng.integers(-6, 7, size=shape).astype(np.float64)
-        self.pool.append((mv.array(ref), ref))
 
     def both(self, mv_fn, np_fn, *operands, keep=True):
         """Run one step both ways; a ShapeError where NumPy raises ValueError/IndexError."""
@@ -183,20 +174,6 @@ class Program:
             same = x.device == target  # to() gives the array itself, else a copy
             self.pool.append((x.to(target), ref if same else ref.copy()))
 
-    def _drop(self):
-        self.pool.pop(self.rng.integers(len(self.pool)))
-
-    def _check_one(self):
-        x, ref = self.pick()
-        np.testing.assert_array_equal(x.to_numpy(), ref)
-
-    def run(self, n_ops: int) -> None:
-        for _ in range(n_ops):
-            self.step()
-            while len(self.pool) > MAX_LIVE:
-                self._drop()
-        for x, ref in self.pool:
-            np.testing.assert_array_equal(x.to_numpy(), ref)
 
 
 def _same_layout(got, want, operands):
