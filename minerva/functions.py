@@ -275,7 +275,7 @@ def _dtype(dtype) -> np.dtype:
 
 def _reduction(name):
     def function(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
-        _no_extras(name, kwargs)
+        no_extras(name, kwargs)
         x = to_narray(a, name)
         axes = normalize_axis(name, axis, x.ndim)
         attrs = {"axis": axes, "keepdims": bool(keepdims)}
@@ -292,9 +292,12 @@ def _reduction(name):
 _DTYPE_REDUCTIONS = ("sum", "prod", "mean")
 
 
-def _no_extras(name, kwargs):
-    if kwargs.get("initial", None) is None:
-        kwargs.pop("initial", None)
+def no_extras(name: str, kwargs: dict, none_defaults=("initial",)) -> None:
+    """Drop NumPy's keywords that ask for nothing (``where=True``; ``None`` for the names
+    in ``none_defaults``); TypeError naming any other keyword left in ``kwargs``."""
+    for key in none_defaults:
+        if kwargs.get(key, None) is None:
+            kwargs.pop(key, None)
     if kwargs.get("where", True) is True:
         kwargs.pop("where", None)
     if kwargs:

@@ -18,7 +18,7 @@ import numpy as np
 from minerva import sorting
 from minerva.builder import build, host_array, to_narray, upload
 from minerva.common.errors import ShapeError
-from minerva.functions import broadcast_to, concatenate
+from minerva.functions import broadcast_to, concatenate, no_extras
 from minerva.narray import NArray
 from minerva.ops import registry
 from minerva.ops.elementwise import ARRAY
@@ -51,17 +51,6 @@ def int_axis(name: str, axis, ndim: int):
     return normalize_axis(name, axis, ndim)[0]
 
 
-def _no_extras(name: str, kwargs: dict) -> None:
-    if kwargs.get("initial", None) is None:
-        kwargs.pop("initial", None)
-    if kwargs.get("where", True) is True:
-        kwargs.pop("where", None)
-    if kwargs.get("mean", None) is None:
-        kwargs.pop("mean", None)
-    if kwargs:
-        raise TypeError(f"{name}: unsupported keyword argument(s) {sorted(kwargs)}")
-
-
 def _dtype(dtype):
     return None if dtype is None else np.dtype(dtype)
 
@@ -77,7 +66,7 @@ def _reduce(name, a, axis, out, keepdims, **attrs):
 def _spread(name):
     def function(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
                  correction=None, **kwargs):
-        _no_extras(name, kwargs)
+        no_extras(name, kwargs, ("initial", "mean"))
         if correction is not None:
             if ddof != 0:
                 raise ValueError("ddof and correction can't be provided simultaneously.")
@@ -91,7 +80,7 @@ def _spread(name):
 
 def _accumulating(name):
     def function(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
-        _no_extras(name, kwargs)
+        no_extras(name, kwargs, ("initial", "mean"))
         return _reduce(name, a, axis, out, keepdims, dtype=_dtype(dtype))
     function.__doc__ = (f"``numpy.{name}`` over ``axis`` (None, an int or a tuple) with "
                         "``dtype``, ``keepdims`` and ``out=`` (NaNs count as "
@@ -101,7 +90,7 @@ def _accumulating(name):
 
 def _extreme(name):
     def function(a, axis=None, out=None, keepdims=False, **kwargs):
-        _no_extras(name, kwargs)
+        no_extras(name, kwargs, ("initial", "mean"))
         return _reduce(name, a, axis, out, keepdims)
     function.__doc__ = (f"``numpy.{name}`` over ``axis`` (None, an int or a tuple) with "
                         "``keepdims`` and ``out=``.")

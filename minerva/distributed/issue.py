@@ -9,8 +9,6 @@ numbering stays in step.
 """
 from __future__ import annotations
 
-import contextlib
-
 from minerva import builder
 from minerva.common.errors import ShapeError
 from minerva.distributed import session as sessions
@@ -35,7 +33,7 @@ def build_collective(kind: str, arrays: list, op=None, root: int = 0):
     system = get_system()
     device_id = arrays[0].device if arrays else system.current_device()
     _check(kind, arrays, op, root, session.size, device_id)
-    with _on_device(system, device_id):
+    with builder.on_device(device_id):
         arrays = [contiguous(x) for x in arrays]
         place = place_of(system, device_id)
         collective = Collective(session.next_seq(), kind, op, root, place, session)
@@ -80,13 +78,3 @@ def _check(kind, arrays, op, root, size: int, device_id: int) -> None:
         if x.device != device_id:
             raise ShapeError(f"{kind}: the arrays of one bucket live on one device; got "
                              f"devices {device_id} and {x.device}")
-
-
-@contextlib.contextmanager
-def _on_device(system, device_id: int):
-    previous = system.chosen_device()
-    system.set_device(device_id)
-    try:
-        yield
-    finally:
-        system.set_device(previous)
