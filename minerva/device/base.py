@@ -127,8 +127,9 @@ class Device(abc.ABC):
         return outcome[0]
 
     def run_direct(self, op_def, attrs, args, views, out) -> BaseException | None:
-        """Run an op that has no op node (``Engine._run_direct``) on the calling thread
-        into data node ``out``; the exception it raised, or None."""
+        """Run a tiny op that has no op node (``Engine._run_direct``) on the calling
+        thread into data node ``out``; the exception it raised, or None. Its kernel is
+        called directly: a tiny op is far below any size a CPU device splits."""
         if self.cancelled is not None:
             return self.cancelled
         try:
@@ -140,7 +141,7 @@ class Device(abc.ABC):
             arrays = [data.array for data in args]
             if views is not None:
                 arrays = [a if v is None else self.view(a, v) for a, v in zip(arrays, views)]
-            self.run_kernel(op_def, arrays, target, attrs)
+            op_def.impl(self.xp, *arrays, out=target, **attrs)   # tiny: never split
         except Exception as err:  # stored on the output by the engine
             return detach_traceback(err)
         return None

@@ -10,14 +10,10 @@ import numpy as np
 from minerva.common.logging import get_logger
 from minerva.device.base import Device
 from minerva.device.blas import BLAS
-from minerva.device.cpu_split import MIN_SPLIT_BYTES, RowSplitter
+from minerva.device.cpu_split import SPLIT_OUT_BYTES, RowSplitter
 from minerva.device.ready import STOP, ReadyQueue
 
 log = get_logger("minerva.device")
-
-#: An element-wise output smaller than this is never split (a quick test that keeps the
-#: tiny ops' path short: the output and its cut inputs must reach MIN_SPLIT_BYTES).
-SPLIT_OUT_BYTES = MIN_SPLIT_BYTES // 4
 
 
 class CpuDevice(Device):

@@ -33,6 +33,10 @@ from minerva.device.blas import BLAS
 #: below it, handing a range to another thread costs more than it saves.
 MIN_SPLIT_BYTES = 1 << 20
 
+#: An element-wise output smaller than this is never split: a quick test that keeps the
+#: path of small ops short (the output and its cut inputs must reach MIN_SPLIT_BYTES).
+SPLIT_OUT_BYTES = MIN_SPLIT_BYTES // 4
+
 
 def _row_cut(op_def, arrays, out) -> tuple | None:
     """The indices of the inputs cut into row ranges, or None when the kernel runs whole

@@ -8,7 +8,7 @@ steps that only touch locals: such a step costs one kernel call.
 
 A CPU device with several threads hands the replay op ``run``, its own kernel runner: the
 steps that it may cut into row ranges (``OpDef.row_split``, or ``elementwise`` with an
-output of at least :data:`MAY_SPLIT_BYTES`) go through it, so a replay splits them as an
+output of at least the device's ``SPLIT_OUT_BYTES``) go through it, so a replay splits them as an
 eager op would (the same numbers, the same speed); the other steps call their kernels.
 """
 from __future__ import annotations
@@ -18,11 +18,9 @@ import time
 
 import numpy as np
 
-ARENA = "arena"
+from minerva.device.cpu_split import SPLIT_OUT_BYTES
 
-#: Element-wise steps with smaller outputs never reach a device's row splitting (its own
-#: threshold, ``minerva.device.cpu_split``, is higher still): they keep the direct call.
-MAY_SPLIT_BYTES = 1 << 18
+ARENA = "arena"
 
 
 def make_view(xp, array, view):
@@ -65,7 +63,7 @@ class SegmentRun:
         op_def = step.op_def
         may_split = op_def.row_split is not None or (
             op_def.elementwise and len(outs) == 1
-            and self.values[step.outs[0][0]].spec.nbytes >= MAY_SPLIT_BYTES)
+            and self.values[step.outs[0][0]].spec.nbytes >= SPLIT_OUT_BYTES)
         return [step, ins, outs, None, may_split]
 
     def run(self, xp, arrays, outs, seeds, run=None, trace=None) -> None:
