@@ -7,6 +7,8 @@ timeout; every rank must end by itself.
   2 ranks), and the first gradient bucket travels while the backward pass runs;
 - failures: a mismatch fails on every rank; a rank that leaves early makes the others
   fail within a short ``MINERVA_DIST_TIMEOUT``; Ctrl-C on mpiexec ends every rank;
+- the job's exit status: non-zero when a rank failed (raised, exited non-zero, was killed
+  or hung), though the others caught the loss and ended normally; 0 when every rank did;
 - GPU collectives on the CUDA and NCCL test doubles (NCCL, and host staging);
 - the app, a few steps.
 
@@ -152,6 +154,35 @@ def test_ctrl_c_on_mpiexec_ends_every_rank():
     finally:
         kill_group(proc)
         proc.communicate()
+
+
+# ---- the job's exit status -------------------------------------------------------------
+
+@pytest.mark.parametrize("mode,n,want", [("raise", 2, 1), ("raise", 3, 1), ("exit3", 2, 3),
+                                         ("kernel", 2, 1)])
+def test_a_job_with_a_failed_rank_fails_though_the_others_handled_the_loss(mode, n, want):
+    status, out, seconds = run(n, "exits.py", mode, MINERVA_DIST_TIMEOUT="2")
+    survivors = list(range(n - 1))
+    assert ranks_saying("LOST", out) == ranks_saying("DONE", out) == survivors, out
+    assert status == want and seconds < 30, out
+
+
+def test_a_rank_that_lost_a_hung_rank_ends_by_itself_and_fails_the_job():
+    # the hung rank would answer after 20 s; the others wait at exit for one timeout
+    status, out, seconds = run(2, "exits.py", "hang", MINERVA_DIST_TIMEOUT="2")
+    assert ranks_saying("LOST", out) == ranks_saying("DONE", out) == [0], out
+    assert status == 1 and seconds < 15, out
+
+
+def test_a_job_with_a_killed_rank_fails():
+    status, out, seconds = run(2, "exits.py", "kill", MINERVA_DIST_TIMEOUT="2")
+    assert status != 0 and seconds < 30, out
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_a_job_whose_ranks_all_exit_0_exits_0(n):
+    status, out, _ = run(n, "exits.py", "clean")
+    assert status == 0 and ranks_saying("DONE", out) == list(range(n)), out
 
 
 # ---- the app -----------------------------------------------------------------------------

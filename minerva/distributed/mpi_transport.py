@@ -3,11 +3,21 @@ protocol, never pickle), each polled until a deadline instead of a blocking call
 rank that stops answering makes the others fail instead of hang.
 
 This is the only module that imports ``mpi4py``, and only in :meth:`MpiTransport.create`
-(``import minerva`` and ``import minerva.distributed`` never load MPI). MPI is finalized
-at exit only when no collective broke: finalizing with a collective left hanging could
-block; skipping it makes the launcher end the other ranks.
+(``import minerva`` and ``import minerva.distributed`` never load MPI).
+
+At exit every rank finalizes MPI — also after communication broke — because of how the
+launcher decides the job's exit status: ``MPI_Finalize`` waits for every rank to finalize
+too, and a rank that exits *without* finalizing makes the launcher end the others at once
+and report that rank's status alone. A rank that lost communication and skipped
+finalizing would thus end a failed rank waiting in its finalize, and the job would exit
+with the survivor's status (0). After a loss the wait is bounded: past the timeout, the
+rank exits with status 1 (see :func:`exit_after`).
 """
 from __future__ import annotations
+
+import contextlib
+import faulthandler
+import sys
 
 import numpy as np
 
@@ -97,17 +107,24 @@ class MpiTransport(Transport):
         """``Ibarrier``."""
         self._wait(self.comm.Ibarrier(), deadline, "barrier")
 
-    def finalize(self, healthy: bool) -> None:
-        """Free our communicator and finalize MPI — only when nothing broke."""
-        mpi = self.mpi
-        if not healthy:
-            log.warning("dist_mpi_not_finalized", rank=self.rank,
-                        reason=self.interrupted or "a collective broke")
+    def finalize(self, healthy: bool, interrupted: bool = False) -> None:
+        """Finalize MPI, so that the launcher sees this rank's own exit status.
+        ``healthy``: free our communicator first and wait for the other ranks however
+        long they take. Broken: leave the communicator (a collective may hang on it) and
+        wait at most ``timeout`` seconds, then exit with status 1. ``interrupted``
+        (Ctrl-C, which every rank got): do not finalize, exit at once."""
+        if interrupted:
+            log.warning("dist_mpi_not_finalized", rank=self.rank, reason=self.interrupted)
             return
+        if not healthy:
+            log.warning("dist_mpi_finalize_after_loss", rank=self.rank,
+                        limit_s=self.timeout)
         try:
-            self.comm.Free()
-            if not mpi.Is_finalized():
-                mpi.Finalize()
+            if healthy:
+                self.comm.Free()
+            with exit_after(None if healthy else self.timeout):
+                if not self.mpi.Is_finalized():
+                    self.mpi.Finalize()
         except Exception as err:  # at exit: report, never raise
             log.warning("dist_mpi_finalize_failed", rank=self.rank, error=repr(err))
 
@@ -118,3 +135,27 @@ class MpiTransport(Transport):
 def _bytes(array: np.ndarray) -> np.ndarray:
     """A contiguous array's bytes, as a flat uint8 view."""
     return array.reshape(-1).view(np.uint8)
+
+
+@contextlib.contextmanager
+def exit_after(seconds: float | None):
+    """End the process with status 1 if the block runs past ``seconds`` (None: no limit),
+    writing every thread's stack to stderr. A C watchdog (faulthandler's): mpi4py holds
+    the GIL in ``MPI_Finalize``, so no Python thread could step in."""
+    if seconds is None:
+        yield
+        return
+    _flush_stdio()  # the exit would skip Python's own flushing
+    faulthandler.dump_traceback_later(seconds, exit=True, file=2)  # fd 2: stderr
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+def _flush_stdio() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):  # None, or closed: nothing to keep
+            pass

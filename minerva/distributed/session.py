@@ -4,7 +4,8 @@ sequence numbers, and the process-wide setup (Ctrl-C, exit).
 ``init()`` picks the transport: MPI when an MPI launcher started the process, else the
 one-rank :class:`LocalTransport` (a plain process is rank 0 of 1; mpi4py is not even
 imported). At exit the runtime's pending work is finished first, then the thread stops
-and MPI is finalized — unless communication broke, when finalizing could block.
+and MPI is finalized, on every rank, so that the launcher reports each rank's own exit
+status: a job with a failed rank fails (see :meth:`MpiTransport.finalize`).
 
 Under MPI, Ctrl-C (which ``mpiexec`` forwards to every rank) interrupts communication
 before it raises KeyboardInterrupt: collectives in progress or to come fail at once, so
@@ -66,6 +67,7 @@ class _State:
     session: Session | None = None
     transport = None
     healthy = True
+    ctrl_c = False   # communication was interrupted by Ctrl-C
     lock = threading.Lock()
     hooked = False
 
@@ -150,12 +152,14 @@ def _on_sigint(signum, frame):
     KeyboardInterrupt as Python would."""
     transport = _State.transport
     if transport is not None:
+        _State.ctrl_c = True
         transport.interrupt("interrupted by Ctrl-C (SIGINT)")
     signal.default_int_handler(signum, frame)
 
 
 def _at_exit() -> None:
-    """Finish the runtime's pending work, stop the thread, finalize the transport."""
+    """Finish the runtime's pending work, stop the thread, finalize the transport (with a
+    bounded wait for the other ranks when communication broke)."""
     try:
         system.stop()
     except BaseException as err:  # at exit: report, go on closing
@@ -163,4 +167,5 @@ def _at_exit() -> None:
     shutdown()
     transport = _State.transport
     if transport is not None:
-        transport.finalize(_State.healthy and transport.interrupted is None)
+        transport.finalize(_State.healthy and transport.interrupted is None,
+                           interrupted=_State.ctrl_c)

@@ -60,8 +60,9 @@ class Transport:
         """Return once every rank reached this barrier."""
         raise NotImplementedError
 
-    def finalize(self, healthy: bool) -> None:
-        """Last call, at exit: release the transport (``healthy``: no collective broke)."""
+    def finalize(self, healthy: bool, interrupted: bool = False) -> None:
+        """Last call, at exit: release the transport (``healthy``: no collective broke;
+        ``interrupted``: by Ctrl-C)."""
 
 
 class LocalTransport(Transport):
