@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 
+from minerva.autograd import aliases
 from minerva.autograd.backward import Walk, check_heads, write_leaves
 from minerva.autograd.recorder import record as _record_hook
 from minerva.autograd.tape import STATE, AutogradError, Cut, Edge, Leaf, needs_grad
@@ -89,6 +90,7 @@ def mark_variables(variables, gradients, grad_reqs="write") -> None:
     for x, g, req in zip(variables, gradients, reqs):
         _check_req(req)
         x._grad_info = Leaf(g, req)
+        aliases.register(x)
 
 
 def attach_grad(x: NArray, grad_req: str = "write", stype=None) -> None:
@@ -99,6 +101,7 @@ def attach_grad(x: NArray, grad_req: str = "write", stype=None) -> None:
     with ns.device(x.device):
         grad = ns.zeros(x.shape, dtype=x.dtype)
     x._grad_info = Leaf(grad, grad_req)
+    aliases.register(x)
 
 
 def _check_req(grad_req) -> None:

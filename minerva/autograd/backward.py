@@ -12,6 +12,7 @@ import contextlib
 import heapq
 from collections.abc import Sequence
 
+from minerva.autograd.aliases import check_untracked
 from minerva.autograd.tape import STATE, AutogradError, Cut, Edge, Leaf, needs_grad
 from minerva.narray import NArray
 from minerva.ops.registry import NO_GRADIENT
@@ -182,6 +183,8 @@ def check_heads(heads) -> list:
         info = head._grad_info
         if isinstance(info, Cut):
             raise info.error("backward")
+        if info is None:
+            check_untracked(head, what="backward")
         if not needs_grad(info):
             raise AutogradError("backward: this array was not computed from a variable "
                                 "that needs a gradient inside autograd.record()")
