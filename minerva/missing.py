@@ -28,9 +28,6 @@ _HINTS = {
         **_group("str_ bytes_ object_ void datetime64 timedelta64 character flexible "
                  "record char strings rec datetime_data datetime_as_string busday_count "
                  "busday_offset is_busday busdaycalendar", _VALUES),
-        **_group("errstate seterr geterr seterrcall geterrcall",
-                 "numpy.{name} for host code: minerva's kernels run with NumPy's default "
-                 "floating-point error handling"),
         **_group("set_printoptions get_printoptions printoptions",
                  "numpy.{name}: minerva prints arrays through NumPy"),
         **_group("testing", "numpy.testing: it reads NArrays through numpy.asarray"),

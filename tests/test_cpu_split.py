@@ -183,21 +183,40 @@ def test_jit_replays_split_as_eager_ops_do(two_threads, ranges_run):
             checked(*args)[1].wait(timeout=30)
 
 
-def test_the_caller_gets_its_blas_count_back():
+def _blas_rows_impl(xp, x, *, out, counts):
     from threadpoolctl import ThreadpoolController
     openblas = ThreadpoolController().select(internal_api="openblas").lib_controllers
+    counts.append(openblas[0].get_num_threads() if openblas else None)
+    out[...] = x @ np.eye(x.shape[-1], dtype=x.dtype)
+
+
+BLAS_ROWS = registry.register("test_blas_rows", _fail_rows_infer, _blas_rows_impl)
+BLAS_ROWS.row_split, BLAS_ROWS.blas = (0,), True
+
+
+def test_a_split_blas_kernel_runs_each_range_on_one_blas_thread():
     splitter = cpu_split.RowSplitter("test-split")
-    x = _images(0)
-    out = np.empty_like(x)
+    x = np.random.default_rng(0).standard_normal((256, 512))
+    out, counts = np.empty_like(x), []
     try:
-        BLAS.apply(2)
-        assert splitter.run(2, registry.get("relu_backward"), np, [x, x], out, {})
-        np.testing.assert_array_equal(out, np.where(x > 0, x, 0))
-        if openblas:   # the ranges set one thread; the caller (a jit replay) goes on with 2
-            assert openblas[0].get_num_threads() == 2
+        assert splitter.run(2, BLAS_ROWS, np, [x], out, {"counts": counts})
     finally:
         splitter.shutdown()
-        BLAS.apply(1)
+    np.testing.assert_array_equal(out, x @ np.eye(512))
+    assert len(counts) == 2
+    if counts[0] is not None:   # OpenBLAS: one thread per range; the next holder sets its own
+        assert counts == [1, 1]
+        BLAS.hold(2)
+        try:
+            assert _blas_count() == 2
+        finally:
+            BLAS.release()
+
+
+def _blas_count():
+    from threadpoolctl import ThreadpoolController
+    return ThreadpoolController().select(internal_api="openblas").lib_controllers[0] \
+        .get_num_threads()
 
 
 def _mutating_program(xp, a, b):

@@ -98,7 +98,7 @@ def test_a_numpy_name_minerva_lacks_says_so():
     ("matrix", "2-D arrays and the @ operator"),
     ("memmap", "numpy.memmap on the host, then mv.array"),
     ("datetime64", "minerva arrays hold bool, integer, float or complex values"),
-    ("errstate", "numpy.errstate for host code"),
+    ("set_printoptions", "numpy.set_printoptions: minerva prints arrays through NumPy"),
 ])
 def test_missing_names_suggest_an_alternative(name, hint):
     with pytest.raises(AttributeError, match=f"'{name}': it is a NumPy name .*\\(use "

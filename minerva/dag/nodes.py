@@ -39,12 +39,15 @@ class OpNode:
     fails. ``t_created`` is the ``perf_counter_ns`` of its registration and ``t_started``
     the start time a trace recorder notes between ``op_started`` and ``op_finished``.
     ``ahead`` (L) is set when it started while an input was only launched (not completed):
-    if that input fails later, this op fails with it when it completes.
+    if that input fails later, this op fails with it when it completes. ``errstate`` is
+    the floating-point error state of the user's thread when it was issued
+    (``common.fp_errors.capture``; None for the copies the engine inserts), which its
+    kernel runs under.
     """
 
     __slots__ = ("node_id", "op_def", "attrs", "inputs", "n_args", "views", "out_views",
                  "outputs", "device_id", "created_at", "state", "n_waiting", "error",
-                 "priority", "t_created", "t_started", "ahead")
+                 "priority", "t_created", "t_started", "ahead", "errstate")
 
     def __init__(self, op_def, attrs: dict, inputs: list, device_id: int, created_at):
         self.node_id = new_node_id()
@@ -64,6 +67,7 @@ class OpNode:
         self.t_created = 0
         self.t_started = None
         self.ahead = False
+        self.errstate = None
 
     @property
     def name(self) -> str:

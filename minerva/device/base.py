@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from minerva.common import fp_errors
 from minerva.ops.copy import COPY
 
 Listener = Callable[[Any, "BaseException | None"], Any]
@@ -56,6 +57,9 @@ class Device(abc.ABC):
     (``run_here``) instead of this device's own thread; 0: never."""
     output_stream: Any = None
     """The stream key kernels write their outputs on (None: a CPU device's one queue)."""
+    checks_fp_errors = False
+    """Whether kernels run under the floating-point error state their op was issued with
+    (``common.fp_errors``): NumPy reports such errors; CuPy's kernels do not."""
     launches_ahead = False
     """Whether this device orders its own work (a GPU's streams) and reports ops launched
     (``LAUNCHED_REPORT``) before they are done; then the engine urges it while a thread
@@ -89,6 +93,9 @@ class Device(abc.ABC):
         try:
             if op.op_def.deferred:
                 exc = self._wait_deferred(op)
+            elif self.checks_fp_errors and op.errstate is not None:
+                self._execute_checked(op)
+                exc = None
             else:
                 self.execute(op)
                 exc = None
@@ -98,6 +105,16 @@ class Device(abc.ABC):
             hooks.op_finished(op, self.device_id, track or self.track,
                               time.perf_counter_ns(), exc)
         return exc
+
+    def _execute_checked(self, op) -> None:
+        """``execute`` under the op's floating-point error state, reporting what it met."""
+        token = fp_errors.enter(op.errstate)
+        try:
+            self.execute(op)
+        except BaseException:
+            fp_errors.leave(token, None, None, report=False)
+            raise
+        fp_errors.leave(token, op.op_def.name, op.created_at)
 
     def start_deferred(self, op) -> None:
         """Start a deferred op (``OpDef.deferred``): its kernel hands the work to another
@@ -141,10 +158,23 @@ class Device(abc.ABC):
             arrays = [data.array for data in args]
             if views is not None:
                 arrays = [a if v is None else self.view(a, v) for a, v in zip(arrays, views)]
-            op_def.impl(self.xp, *arrays, out=target, **attrs)   # tiny: never split
+            if not self.checks_fp_errors:
+                op_def.impl(self.xp, *arrays, out=target, **attrs)   # tiny: never split
+                return None
+            token = fp_errors.enter(fp_errors.capture())   # the caller's own state
+            try:
+                self.run_tiny_kernel(op_def, arrays, target, attrs)
+            except BaseException:
+                fp_errors.leave(token, None, None, report=False)
+                raise
+            fp_errors.leave(token, op_def.name, out.created_at)
         except Exception as err:  # stored on the output by the engine
             return detach_traceback(err)
         return None
+
+    def run_tiny_kernel(self, op_def, arrays, out, attrs) -> None:
+        """The kernel of a direct op (far below any size a CPU device splits)."""
+        op_def.impl(self.xp, *arrays, out=out, **attrs)
 
     def run_here(self, op) -> BaseException | None:
         """Run a tiny ``op`` on the calling thread (not this device's own), shown in the

@@ -1,21 +1,20 @@
-"""BLAS threads per device worker.
+"""BLAS threads of the kernels: each kernel that calls BLAS says how many threads its
+calls use (its device's count, or one per row range of a split kernel).
 
-OpenBLAS (the BLAS NumPy's wheels ship) keeps a thread count per calling thread when set
-with ``openblas_set_num_threads_local``: each CPU device's worker sets its own, so devices
-share the cores without touching each other's setting or the process-wide one. Where
-that function is missing (another BLAS), the process-wide limit of threadpoolctl is used
-instead, and every device gets the same count (the smallest asked for).
-
-In the OpenBLAS of NumPy 2.x wheels (0.3.31) the "local" setter sets the process-wide count
-(a probe at start tells): one memo then serves the process, so a thread that needs another
-count than the last one set pays the call again.
+OpenBLAS (the BLAS NumPy's wheels ship) can keep a count per calling thread, set with
+``openblas_set_num_threads_local``. In the OpenBLAS of NumPy 2.x wheels (0.3.31) that
+setter sets the process-wide count instead (a probe at start tells), and without it
+(another BLAS) threadpoolctl's process-wide limit is used. With one count for the process,
+kernels that want different counts take turns (``BlasThreads.hold``): a product's bits can
+depend on the count, and a count changed under a running kernel by another thread made
+results differ from call to call.
 """
 from __future__ import annotations
 
+import collections
 import ctypes
 import os
 import threading
-import types
 
 from threadpoolctl import ThreadpoolController, threadpool_limits
 
@@ -79,46 +78,101 @@ def _shared_by_threads(controller, setter) -> bool:
 
 
 class BlasThreads:
-    """Sets the BLAS thread count of the calling thread (``apply``), remembering what it
-    set (per thread, or once for the process where the setter is process-wide) so a
-    worker pays the call only when the count changes.
+    """The BLAS thread count of the process's kernels.
 
-    ``_global`` (guarded by ``_lock``) is the process-wide limit used without a
-    thread-local setter."""
+    A kernel that calls BLAS runs between ``hold(n)`` and ``release()``: its BLAS calls use
+    ``n`` threads. Where the count is one per thread (a thread-local OpenBLAS setter), a
+    hold sets the calling thread's count, remembered per thread so a worker pays the call
+    only when its count changes. Where one count serves the whole process (NumPy's wheels:
+    their "local" setter is process-wide; threadpoolctl's limit without it), kernels that
+    want different counts must not overlap — the result of some products depends on the
+    count — so a hold waits until the kernels holding another count have released it,
+    then sets its own: every BLAS call runs with the count its kernel asked for, and the
+    same kernel on the same inputs gives the same bits every time.
+
+    ``_cond`` guards ``_count`` (the process-wide count last set), ``_users`` (the kernels
+    holding it) and ``_queue`` (the threads waiting for their turn, first come first
+    served: while any waits, a new kernel queues behind it, so no count is starved)."""
 
     def __init__(self):
         controller, self._setter = _openblas()
-        self._applied = threading.local()
-        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._cond = threading.Condition(threading.Lock())
+        self._count = None
+        self._users = 0
+        self._queue: collections.deque = collections.deque()
         self._global = None
-        if self._setter is None:
-            log.info("blas_threads_process_wide", reason="no thread-local BLAS setting")
-        elif _shared_by_threads(controller, self._setter):
-            self._applied = types.SimpleNamespace(n=None)   # one memo: one count
-            log.info("blas_threads_process_wide", reason="the local setter is process-wide")
+        self.process_wide = self._setter is None or _shared_by_threads(controller,
+                                                                        self._setter)
+        if self.process_wide:
+            log.info("blas_threads_process_wide",
+                     reason="the local setter is process-wide" if self._setter
+                     else "no thread-local BLAS setting")
 
     @property
     def per_thread(self) -> bool:
         """Whether a thread sets the count it needs with one cheap call before its BLAS
-        calls (the OpenBLAS setter, per thread or, in NumPy's wheels, process-wide)."""
+        calls (the OpenBLAS setter, per thread or, in NumPy's wheels, process-wide): CPU
+        devices split kernels into row ranges only then."""
         return self._setter is not None
 
-    def apply(self, n_threads: int) -> None:
-        """Make BLAS calls of this thread use ``n_threads`` threads."""
-        if getattr(self._applied, "n", None) == n_threads:
+    def hold(self, n_threads: int) -> None:
+        """Make this thread's BLAS calls use ``n_threads`` threads until ``release()``
+        (where the count is process-wide: once no kernel holds another count)."""
+        if not self.process_wide:
+            self.set_here(n_threads)
             return
-        self._applied.n = n_threads
+        with self._cond:
+            if self._queue or (self._users and self._count != n_threads):
+                self._wait_turn(n_threads)
+            if self._count != n_threads:
+                self._set(n_threads)
+                self._count = n_threads
+            self._users += 1
+
+    def _wait_turn(self, n_threads: int) -> None:
+        """Queue (holding ``_cond``) until first in line and free to run: no kernel holds
+        a count, or the count held is ``n_threads``."""
+        turn = object()
+        self._queue.append(turn)
+        try:
+            while self._queue[0] is not turn or (self._users and self._count != n_threads):
+                self._cond.wait()
+        finally:
+            self._queue.remove(turn)
+            self._cond.notify_all()   # the next in line may join the same count
+
+    def release(self) -> None:
+        """End this thread's ``hold``."""
+        if not self.process_wide:
+            return
+        with self._cond:
+            self._users -= 1
+            if not self._users and self._queue:
+                self._cond.notify_all()
+
+    def set_here(self, n_threads: int) -> None:
+        """Set the count of the calling thread where counts are per thread (a helper
+        thread running a range of a held kernel); nothing where the count is process-wide
+        (the holder set it)."""
+        if self.process_wide or getattr(self._local, "n", None) == n_threads:
+            return
+        self._local.n = n_threads
+        self._setter(n_threads)
+
+    def _set(self, n_threads: int) -> None:
         if self._setter is not None:
             self._setter(n_threads)
             return
-        with self._lock:
-            if self._global is not None:
-                self._global.restore_original_limits()
-            self._global = threadpool_limits(limits=n_threads, user_api="blas")
+        if self._global is not None:
+            self._global.restore_original_limits()
+        self._global = threadpool_limits(limits=n_threads, user_api="blas")
 
     def restore(self) -> None:
-        """Undo a process-wide limit (nothing to undo per thread)."""
-        with self._lock:
+        """Undo a process-wide limit (nothing to undo per thread); the next hold sets its
+        count again."""
+        with self._cond:
+            self._count = None
             if self._global is not None:
                 self._global.restore_original_limits()
                 self._global = None

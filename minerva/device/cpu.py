@@ -27,6 +27,7 @@ class CpuDevice(Device):
 
     kind = "cpu"
     xp = np
+    checks_fp_errors = True
 
     def __init__(self, device_id: int, store, hooks, listener=None, ordinal: int = 0):
         super().__init__(device_id, store, hooks, listener)
@@ -52,25 +53,31 @@ class CpuDevice(Device):
         else:
             self._queue.put(op)
 
-    def run_inline(self, op, track: str | None = None):
-        """Run ``op`` on the calling thread (the worker, or the user's under the naive
-        engine) with this device's BLAS threads."""
-        BLAS.apply(self.threads)
-        return super().run_inline(op, track)
-
     def run_kernel(self, op_def, arrays, out, attrs) -> None:
         """Run the kernel, as row ranges on this device's threads where it pays
-        (:mod:`minerva.device.cpu_split`)."""
+        (:mod:`minerva.device.cpu_split`); a kernel that calls BLAS holds this device's
+        BLAS thread count meanwhile (one per range when split)."""
+        if op_def.nested:   # a jit replay: its big and BLAS steps come back here
+            op_def.impl(self.xp, *arrays, out=out, run=self.run_kernel, **attrs)
+            return
         if self.threads > 1:
-            if op_def.nested:   # a jit replay: its big steps come back here
-                op_def.impl(self.xp, *arrays, out=out, run=self.run_kernel, **attrs)
-                return
             if (op_def.row_split is not None or (
                     op_def.elementwise and out.__class__ is np.ndarray
                     and out.nbytes >= SPLIT_OUT_BYTES)) \
                     and self._splitter.run(self.threads, op_def, self.xp, arrays, out, attrs):
                 return
-        op_def.impl(self.xp, *arrays, out=out, **attrs)
+        self.run_tiny_kernel(op_def, arrays, out, attrs)
+
+    def run_tiny_kernel(self, op_def, arrays, out, attrs) -> None:
+        """The kernel on the calling thread, whole, with this device's BLAS threads."""
+        if not op_def.blas:
+            op_def.impl(self.xp, *arrays, out=out, **attrs)
+            return
+        BLAS.hold(self.threads)
+        try:
+            op_def.impl(self.xp, *arrays, out=out, **attrs)
+        finally:
+            BLAS.release()
 
     def info(self) -> dict:
         """Kind, ordinal, name, and the store's memory figures."""

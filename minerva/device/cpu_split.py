@@ -14,20 +14,29 @@ the others): the convolution's forward and backward-data, pooling and its backwa
 activations' backward. ``elementwise`` ops are row-split by definition: an input whose
 axis 0 has the output's length is cut, one that broadcasts is passed whole. Every element
 is computed as the whole kernel would compute it, so the numbers do not depend on the
-thread count. An op whose output sums over the rows of its cut inputs (``OpDef.row_sum``:
+thread count; a kernel that calls BLAS holds one BLAS thread per range (``blas.BLAS``). An op whose output sums over the rows of its cut inputs (``OpDef.row_sum``:
 the filter and bias gradients) runs each range into a partial output; the partials are
 added in range order, the same sum every time for a given thread count. Reductions are
 not split. A jit replay (``OpDef.nested``) gets the device's kernel runner and sends its
-big steps through it.
+big steps through it. The ranges run under the op's floating-point error state
+(``common.fp_errors``), and the errors they meet are the op's.
+
+The helper threads are the device's own (not a ``concurrent.futures`` pool, which refuses
+work once the interpreter begins to exit): work pending at exit, ``atexit`` handlers and
+threads that outlive the main thread all still split their kernels.
 """
 from __future__ import annotations
 
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from minerva.common import fp_errors
+from minerva.common.logging import get_logger
 from minerva.device.blas import BLAS
+
+log = get_logger("minerva.device")
 
 #: A kernel is split only when its output and cut inputs hold at least this many bytes:
 #: below it, handing a range to another thread costs more than it saves.
@@ -67,23 +76,60 @@ def _ranges(n: int, parts: int) -> list[slice]:
 def _run_range(impl, xp, arrays, cut, out, rows, out_rows, attrs) -> None:
     """The kernel on rows ``rows`` of the cut inputs, into rows ``out_rows`` of ``out``
     (None: the whole of ``out``, a partial sum of a kernel that sums over rows)."""
-    BLAS.apply(1)
     part = [a[rows] if i in cut else a for i, a in enumerate(arrays)]
     impl(xp, *part, out=out if out_rows is None else out[out_rows], **attrs)
 
 
-def _init_helper() -> None:
-    np.seterr(all="ignore")
+class _Job:
+    """One range handed to a helper thread; ``done`` is set when it has run."""
+
+    __slots__ = ("args", "done", "error", "fp_records")
+
+    def __init__(self, args):
+        self.args = args
+        self.done = threading.Event()
+        self.error = None
+        self.fp_records = None
+
+
+class _Helper:
+    """One helper thread of a device: runs the ranges handed to it, one at a time."""
+
+    def __init__(self, name: str):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self.thread.start()
+
+    def submit(self, job: _Job) -> None:
+        """Run ``job`` (``(fp_state, blas_threads, *range arguments)``) soon."""
+        self._jobs.put(job)
+
+    def stop(self) -> None:
+        """End the thread after the jobs already handed over."""
+        self._jobs.put(None)
+
+    def _loop(self) -> None:
+        np.seterr(all="ignore")
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            fp_state, blas_threads, *args = job.args
+            try:
+                BLAS.set_here(blas_threads)
+                job.fp_records = fp_errors.run_range(fp_state, _run_range, *args)
+            except BaseException as exc:  # raised by the op's own thread
+                job.error = exc
+            job.done.set()
 
 
 class RowSplitter:
     """The helper threads of one CPU device (started on first use, ``threads - 1`` of
-    them at most) and the splitting of its kernels."""
+    them at most) and the splitting of its kernels. ``_lock`` guards the helper list."""
 
     def __init__(self, name: str):
         self._name = name
-        self._pool: ThreadPoolExecutor | None = None
-        self._size = 0
+        self._helpers: list[_Helper] = []
         self._lock = threading.Lock()
 
     def run(self, threads: int, op_def, xp, arrays, out, attrs) -> bool:
@@ -95,6 +141,8 @@ class RowSplitter:
         if cut is None:
             return False
         ranges = _ranges(arrays[cut[0]].shape[0], threads)
+        if op_def.blas:
+            BLAS.hold(1)
         try:
             if op_def.row_sum:
                 outs = [out] + [np.empty_like(out) for _ in ranges[1:]]
@@ -105,7 +153,8 @@ class RowSplitter:
                 self._run_ranges(op_def.impl, xp, arrays, cut, [out] * len(ranges), ranges,
                                  attrs, cut_out=True)
         finally:
-            BLAS.apply(threads)   # the caller's count again (a jit replay goes on with it)
+            if op_def.blas:
+                BLAS.release()
         return True
 
     def _run_ranges(self, impl, xp, arrays, cut, outs, ranges, attrs,
@@ -113,32 +162,41 @@ class RowSplitter:
         """Range ``k`` into ``outs[k]`` (its rows of it when ``cut_out``), range 0 on the
         calling thread; the first error is raised once every range has finished."""
         jobs = [(out, rows, rows if cut_out else None) for out, rows in zip(outs, ranges)]
-        pool = self._helpers(len(ranges) - 1)
-        futures = [pool.submit(_run_range, impl, xp, arrays, cut, out, rows, out_rows, attrs)
-                   for out, rows, out_rows in jobs[1:]]
+        helpers = self._helpers_for(len(ranges) - 1)
+        fp_state = fp_errors.active()
+        handed = []
+        for helper, (out, rows, out_rows) in zip(helpers, jobs[1:]):
+            job = _Job((fp_state, 1, impl, xp, arrays, cut, out, rows, out_rows, attrs))
+            helper.submit(job)
+            handed.append(job)
         error = None
         out, rows, out_rows = jobs[0]
         try:
+            BLAS.set_here(1)
             _run_range(impl, xp, arrays, cut, out, rows, out_rows, attrs)
         except Exception as exc:  # the other ranges still finish before it is raised
             error = exc
-        for future in futures:
-            error = error or future.exception()
+        for job in handed:
+            job.done.wait()
+            error = error or job.error
+            fp_errors.add(job.fp_records)
         if error is not None:
             raise error
 
-    def _helpers(self, n: int) -> ThreadPoolExecutor:
+    def _helpers_for(self, n: int) -> list[_Helper]:
         with self._lock:
-            if self._pool is None or self._size < n:
-                old, self._size = self._pool, n
-                self._pool = ThreadPoolExecutor(n, f"{self._name}-helper", _init_helper)
-                if old is not None:
-                    old.shutdown(wait=False)
-            return self._pool
+            while len(self._helpers) < n:
+                name = f"{self._name}-helper_{len(self._helpers)}"
+                self._helpers.append(_Helper(name))
+            return self._helpers[:n]
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout: float | None = 60.0) -> None:
         """Stop the helper threads (after the ranges they run)."""
         with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
+            helpers, self._helpers = self._helpers, []
+        for helper in helpers:
+            helper.stop()
+        for helper in helpers:
+            helper.thread.join(timeout)
+            if helper.thread.is_alive():
+                log.warning("cpu_helper_did_not_stop", thread=helper.thread.name)

@@ -32,3 +32,10 @@ from minerva.ops import (  # noqa: F401,E402  (gradient rules, beside the ops th
 )
 
 registry.allow_inline(registry.names())
+
+registry.use_blas((
+    "matmul", "tensordot", "vdot", "inner", "vecdot", "einsum",            # products
+    "inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd", "qr", "pinv",
+    "norm", "vector_norm", "cond", "matrix_power", "matrix_rank",          # linalg
+    "conv2d", "conv2d_backward_data", "conv2d_backward_filter",            # im2col GEMMs
+))

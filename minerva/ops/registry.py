@@ -61,10 +61,12 @@ class OpDef:
     the kernel runs other ops' kernels (a jit replay); a device that splits kernels passes
     it ``run=run_kernel(op_def, arrays, out, attrs)`` to run them with, and a CPU device
     whose run a trace records passes ``trace=(name, created_at, t0_ns, t1_ns)`` to time
-    each of them."""
+    each of them. ``blas``: the kernel calls BLAS or LAPACK (products, solvers, the
+    convolutions): a CPU device runs it holding its BLAS thread count
+    (``minerva.device.blas``), so its bits never depend on what other threads run."""
 
     __slots__ = ("name", "infer", "impl", "n_outputs", "priority", "elementwise", "vjp",
-                 "tiny_inline", "bind", "deferred", "row_split", "row_sum", "nested")
+                 "tiny_inline", "bind", "deferred", "row_split", "row_sum", "nested", "blas")
 
     def __init__(self, name: str, infer: Callable, impl: Callable, n_outputs: int = 1,
                  priority: int = 0, elementwise: bool = False):
@@ -81,6 +83,7 @@ class OpDef:
         self.row_split = None
         self.row_sum = False
         self.nested = False
+        self.blas = False
 
     def __repr__(self) -> str:
         return f"OpDef({self.name!r})"
@@ -138,6 +141,12 @@ def allow_inline(op_names) -> None:
     (``OpDef.tiny_inline``): done for minerva's own op families once they are registered."""
     for name in op_names:
         _REGISTRY[name].tiny_inline = True
+
+
+def use_blas(op_names) -> None:
+    """Mark the ops named as calling BLAS or LAPACK (``OpDef.blas``)."""
+    for name in op_names:
+        _REGISTRY[name].blas = True
 
 
 def get(name: str) -> OpDef:

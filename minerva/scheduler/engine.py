@@ -23,6 +23,7 @@ import threading
 import time
 
 from minerva.common.callsite import format_callsite
+from minerva.common.fp_errors import capture as capture_errstate
 from minerva.common.errors import CancelledError, MinervaError, OpError, WaitTimeoutError
 from minerva.common.logging import get_logger
 from minerva.dag.nodes import FAILED, LAUNCHED, Storage
@@ -67,6 +68,8 @@ class Engine:
         on ``device_id``, copying inputs that live elsewhere; ``writes`` (None, or a
         storage or None per output) are the storages the outputs overwrite, through
         ``out_views``. Returns one storage per output: the written one, or a new one."""
+        if writes is not None:
+            self._refuse_foreign(writes)
         if (writes is None and out_views is None and len(out_specs) == 1
                 and op_def.tiny_inline and not self.hooks.wants_nodes):
             device = self.devices.table[device_id]
@@ -90,6 +93,7 @@ class Engine:
             op = self._register_locked(op_def, attrs, args, out_specs, device_id,
                                        created_at, views, bases, ready)
             op.out_views = out_views
+            op.errstate = capture_errstate()
             if writes is None and len(out_specs) == 1:
                 results = [Storage(op.outputs[0], self)]
             else:
@@ -147,14 +151,13 @@ class Engine:
     def _foreign_locked(self, storage, device_id: int, created_at, ready: list, dead: list):
         """The version of ``storage`` an op on ``device_id`` reads: its copy there when it
         lives on another device (MinervaError for an array of another runtime)."""
-        if storage.engine is not self:
-            storage.engine.check_open()
-            raise MinervaError("this NArray belongs to another minerva runtime")
+        self._refuse_foreign((storage,))
         return self._copy_locked(storage.current, device_id, created_at, ready, dead)
 
     def copy_to(self, storage, device_id: int, created_at) -> Storage:
         """A new storage holding ``storage``'s current value on ``device_id`` (copied at
         most once per value and device, while the value lives)."""
+        self._refuse_foreign((storage,))
         with self._lock:
             self.check_open()
             ready, dead = [], []
@@ -517,12 +520,22 @@ class Engine:
             raise WaitTimeoutError(f"wait: {data.describe()} was not computed after "
                                    f"{timeout}s")
 
-    def check_open(self) -> None:
-        """MinervaError when this runtime was shut down (or inherited through fork)."""
-        if self.closed:
+    def check_open(self, data=None) -> None:
+        """MinervaError when this runtime was shut down (or inherited through fork), saying
+        whether ``data`` (the value of an array of this runtime, when given) was computed."""
+        if not self.closed:
+            return
+        if self.forked:
             self._check_usable()
-            raise MinervaError("the minerva runtime was shut down; arrays made before "
-                               "mv.shutdown() cannot be used in new ops")
+        raise MinervaError(_shut_down_message(data))
+
+    def _refuse_foreign(self, storages) -> None:
+        """MinervaError for a storage (None: none) of another runtime (a new op of this one
+        cannot read or write it)."""
+        for storage in storages:
+            if storage is not None and storage.engine is not self:
+                storage.engine.check_open(storage.current)
+                raise MinervaError("this NArray belongs to another minerva runtime")
 
     def _check_usable(self) -> None:
         if self.forked:
@@ -532,6 +545,24 @@ class Engine:
         if self.closed:
             raise MinervaError("the minerva runtime was shut down before this array was "
                                "computed; its value is lost")
+
+
+def _shut_down_message(data) -> str:
+    """Why an array of a shut-down runtime cannot be used in new ops (``data``: its value;
+    None when it is not known)."""
+    if data is None:
+        return ("the minerva runtime was shut down; arrays made before mv.shutdown() cannot "
+                "be used in new ops")
+    if data.state == state.COMPLETED:
+        return ("this array was computed but belongs to a minerva runtime that was shut "
+                "down (mv.shutdown()): it cannot be used in new ops; its values stay "
+                "readable (x.to_numpy()), and mv.array(x.to_numpy()) makes a new array")
+    cancelled = isinstance(getattr(data.error, "__cause__", None), CancelledError)
+    if data.error is not None and not cancelled:
+        return ("this array belongs to a minerva runtime that was shut down, and its op "
+                "failed (x.wait() raises the error): it cannot be used in new ops")
+    return ("the minerva runtime was shut down before this array was computed; its value "
+            "is lost, and it cannot be used in new ops")
 
 
 def _tiny(storages, spec, limit: int) -> bool:

@@ -3,9 +3,8 @@ thread, through the same ops, devices, stores and node bookkeeping as the DAG sc
 It is the debugging twin and the reference in tests.
 
 Handle releases from finalizers are queued and applied at the next engine call (an op,
-a wait, a stats query), never inside the finalizer. Kernels run on the caller's thread
-under the caller's NumPy error state, so NumPy's floating-point warnings show as NumPy
-would show them (device worker threads silence them).
+a wait, a stats query), never inside the finalizer. As on every engine, a kernel runs
+under the NumPy error state its op was issued with (``common.fp_errors``).
 """
 from __future__ import annotations
 

@@ -1,0 +1,199 @@
+"""NumPy's floating-point error handling (``numpy.errstate``, ``seterr``) for kernels that
+run after the user's line, on another thread.
+
+The error state of the user's thread is captured when an op is issued (``capture``: in
+NumPy 2 one context-variable read) and the op's kernel runs under it (``enter`` ...
+``leave``), whichever thread runs it and whatever its size. Modes that report (``warn``,
+``call``, ``print``, ``log``) are turned into ``call`` of a recorder while the kernel runs;
+``leave`` then reports what was met as NumPy would, but naming the user's line: a
+``RuntimeWarning`` ("divide by zero encountered in divide") issued at the line that built
+the op, the user's ``seterrcall`` function called, the message printed or logged. ``raise``
+stays ``raise``: the kernel fails with ``FloatingPointError``, which the engine stores and
+raises as an ``OpError`` at the next wait. Each kind of error is reported once per op, as
+NumPy reports it once per call, also when the op ran as row ranges on several threads
+(``active`` and ``run_range`` carry the state to the helper threads).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import warnings
+
+import numpy as np
+
+try:  # NumPy 2: the error state is a context variable holding an opaque object
+    from numpy._core._ufunc_config import _extobj_contextvar as _EXTOBJ
+except ImportError:  # pragma: no cover - another NumPy: decoded through np.geterr
+    _EXTOBJ = None
+
+_KINDS = {"divide by zero": "divide", "overflow": "over", "underflow": "under",
+          "invalid value": "invalid"}
+_REPORTING = ("warn", "call", "print", "log")
+
+
+class _Thread(threading.local):
+    """Per thread: the errors the running kernel met, and the state it runs under."""
+
+    records: list | None = None
+    state: "ErrState | None" = None
+
+
+_THREAD = _Thread()
+
+
+def _record(errtype: str, flag: int) -> None:
+    """The ``errcall`` of every kernel's error state: note the error for ``leave``."""
+    records = _THREAD.records
+    if records is None:
+        _THREAD.records = [(errtype, flag)]
+    else:
+        records.append((errtype, flag))
+
+
+class ErrState:
+    """One error state of the user's, decoded: its mode per kind of error, its
+    ``errcall``, and ``kernel``: the state a kernel runs under (reporting modes turned
+    into ``call`` of the recorder)."""
+
+    __slots__ = ("modes", "call", "kernel")
+
+    def __init__(self, modes: dict, call):
+        self.modes = modes
+        self.call = call
+        kernel_modes = {kind: "call" if mode in _REPORTING else mode
+                        for kind, mode in modes.items()}
+        if _EXTOBJ is None:
+            self.kernel = kernel_modes
+            return
+        with np.errstate(call=_record, **kernel_modes):
+            self.kernel = _EXTOBJ.get()
+
+
+_DECODED: dict = {}
+"""Captured error state -> its ErrState (the captured objects are kept alive with it, so
+their identities stay unique)."""
+_MAX_DECODED = 256
+
+
+def capture():
+    """The floating-point error state of the calling thread, for a kernel run later."""
+    if _EXTOBJ is not None:
+        return _EXTOBJ.get()
+    return (tuple(sorted(np.geterr().items())), np.geterrcall())
+
+
+def _decode(captured) -> ErrState:
+    state = _DECODED.get(captured)
+    if state is None:
+        if len(_DECODED) >= _MAX_DECODED:
+            _DECODED.clear()
+        if _EXTOBJ is None:
+            state = ErrState(dict(captured[0]), captured[1])
+        else:
+            token = _EXTOBJ.set(captured)
+            try:
+                state = ErrState(np.geterr(), np.geterrcall())
+            finally:
+                _EXTOBJ.reset(token)
+        _DECODED[captured] = (state, captured)
+        return state
+    return state[0]
+
+
+def enter(captured):
+    """Run this thread's next kernels under ``captured`` (from ``capture``) until
+    ``leave`` with the token returned (None: ``captured`` is None, nothing to do)."""
+    if captured is None:
+        return None
+    state = _decode(captured)
+    outer = _THREAD.state, _THREAD.records
+    _THREAD.state, _THREAD.records = state, None
+    return state, outer, _apply(state.kernel)
+
+
+def leave(token, name: str | None, created_at, report: bool = True) -> None:
+    """Go back to the error state before ``enter`` and, with ``report``, report the errors
+    the kernel met (op ``name``, built at ``created_at``); warnings turned into errors by
+    the warnings filters are raised here."""
+    if token is None:
+        return
+    state, outer, applied = token
+    _restore(applied)
+    records = _THREAD.records
+    _THREAD.state, _THREAD.records = outer
+    if records and report:
+        _report(state, records, name, created_at)
+
+
+def active() -> "ErrState | None":
+    """The state the kernel running on this thread runs under (for its helper threads)."""
+    return _THREAD.state
+
+
+def run_range(state: "ErrState | None", function, *args) -> list | None:
+    """``function(*args)`` on a helper thread under ``state``; the errors it met, for the
+    thread that runs the op to report (``add``)."""
+    if state is None:
+        function(*args)
+        return None
+    applied = _apply(state.kernel)
+    _THREAD.records = None
+    try:
+        function(*args)
+    finally:
+        _restore(applied)
+    records, _THREAD.records = _THREAD.records, None
+    return records
+
+
+def add(records: list | None) -> None:
+    """Count a helper thread's errors as this thread's kernel's own."""
+    if records:
+        for errtype, flag in records:
+            _record(errtype, flag)
+
+
+def _apply(kernel):
+    if _EXTOBJ is not None:
+        return _EXTOBJ.set(kernel)
+    return np.seterr(**kernel), np.seterrcall(_record)
+
+
+def _restore(applied) -> None:
+    if _EXTOBJ is not None:
+        _EXTOBJ.reset(applied)
+    else:
+        np.seterr(**applied[0])
+        np.seterrcall(applied[1])
+
+
+def _report(state: ErrState, records: list, name: str, created_at) -> None:
+    """Each kind of error met, once, as the user's mode for it says."""
+    seen = set()
+    for errtype, flag in records:
+        if errtype in seen:
+            continue
+        seen.add(errtype)
+        mode = state.modes.get(_KINDS.get(errtype, "invalid"), "warn")
+        message = f"{errtype} encountered in {name.removesuffix('_scalar')}"
+        if mode == "warn":
+            _warn(message, created_at)
+        elif mode == "call":
+            state.call(errtype, flag)
+        elif mode == "log":
+            state.call.write(f"Warning: {message}\n")
+        elif mode == "print":
+            sys.stderr.write(f"Warning: {message}\n")
+
+
+_REGISTRIES: dict = {}
+"""File name -> the warnings registry of the user's lines in it (a warning shown once per
+line under the ``default`` action, as for a warning issued from that line)."""
+
+
+def _warn(message: str, created_at) -> None:
+    filename, lineno = created_at if created_at else ("<minerva>", 0)
+    module = os.path.splitext(os.path.basename(filename))[0]
+    registry = _REGISTRIES.setdefault(filename, {})
+    warnings.warn_explicit(message, RuntimeWarning, filename, lineno, module, registry)
