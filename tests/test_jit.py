@@ -273,8 +273,8 @@ def test_stats_count_ops_segments_and_the_plan_bytes(engine):
     for _ in range(3):
         assert float(jitted(x)) == 9000.0
     assert jitted.stats() == {"n_records": 1, "n_replays": 2, "n_checks": 0, "n_eager": 0,
-                              "n_signatures": 1, "n_ops": 4, "n_segments": 1, "n_fused": 0,
-                              "plan_bytes": 2 * 4096}
+                              "n_signatures": 1, "n_evictions": 0, "n_ops": 4,
+                              "n_segments": 1, "n_fused": 0, "plan_bytes": 2 * 4096}
 
 
 def test_drawn_and_explicit_seeds_mix(engine):

@@ -12,16 +12,20 @@ See doc/jit.md.
 from __future__ import annotations
 
 from minerva.common.errors import JitError
+from minerva.jit.cache import MAX_PLANS, checked_bound
 from minerva.jit.function import JitFunction
 
 
-def jit(fn=None, *, check: bool = False):
+def jit(fn=None, *, check: bool = False, max_plans: int = MAX_PLANS):
     """``fn`` made jitted (also usable as ``@jit`` or ``@jit(check=True)``). With
     ``check=True`` every replay also runs ``fn`` eagerly from the same state and raises
-    JitError unless both give bitwise equal results and writes."""
+    JitError unless both give bitwise equal results and writes. ``max_plans`` (an int
+    >= 1, else ValueError): the plans it keeps, one per signature, the least recently
+    used evicted beyond it."""
+    checked_bound(max_plans)
     if fn is None:
-        return lambda f: JitFunction(f, check)
-    return JitFunction(fn, check)
+        return lambda f: JitFunction(f, check, max_plans)
+    return JitFunction(fn, check, max_plans)
 
 
-__all__ = ["jit", "JitError", "JitFunction"]
+__all__ = ["jit", "JitError", "JitFunction", "MAX_PLANS"]

@@ -8,6 +8,12 @@ global, a model's weights — held by identity), or a **tmp** (made by an op of 
 Views are kept per use: an op reads ``(value, view)``. A value made during the recording
 by no op the seam told of (an op submitted to the engine directly) is refused with a
 JitError: a replay would read the recorded value.
+
+The storage of an argument that is a view is **movable**: a replay may get another view
+of the same shape and strides at another offset (``minerva.jit.signature``). The capture
+follows the views made from the arguments (the views the seam tells of): a use of a
+movable storage through any other handle (a captured array on the same buffer, or a view
+of one) makes it **untracked**, and the plan keeps to the recorded offsets.
 """
 from __future__ import annotations
 
@@ -64,11 +70,18 @@ class Capture:
         self.values: list[Value] = []
         self.steps: list[Step] = []
         self.seeds: list = []
+        self.movable: dict = {}   # vid -> its first argument's offset, for view arguments
+        self.untracked: set = set()  # movable vids used through a handle of no argument
+        self._derived: set = set()   # (vid, view) of the arguments' handles and views
         self._by_storage: dict = {}
         self._first_node = new_node_id()  # values with a larger id were made meanwhile
         for i, x in enumerate(args):
             if x is not None:
-                self._value(x._storage, ARG, i)
+                value = self._value(x._storage, ARG, i)
+                if x._view is not None:
+                    self._derived.add((value.vid, x._view))
+                    if value.index == i:  # the first argument on its storage
+                        self.movable[value.vid] = x._view[2]
 
     @contextlib.contextmanager
     def listening(self):
@@ -83,6 +96,8 @@ class Capture:
 
     def __call__(self, op_def, attrs, inputs, result, out) -> None:
         if op_def.name in PSEUDO_OPS:
+            if op_def.name != "write_region":
+                self._note_view(inputs[0], result)
             return
         targets = () if out is None else out if isinstance(out, tuple) else (out,)
         written = {id(t._storage) for t in targets}  # their current values are new
@@ -93,9 +108,26 @@ class Capture:
         else:
             results = result if isinstance(result, tuple) else (result,)
             outs = [(self._value(y._storage, TMP, None).vid, y._view) for y in results]
+        self._note_uses(ins + outs)
         device = self.values[outs[0][0]].device
         self.steps.append(Step(op_def, attrs, ins, outs, out is not None, device,
                                user_callsite()))
+
+    def _note_view(self, x, result) -> None:
+        """Follow a view ``result`` made from ``x`` on a movable storage."""
+        value = self._by_storage.get(id(x._storage))
+        if value is None or value.vid not in self.movable:
+            return
+        if x._view is None or (value.vid, x._view) not in self._derived:
+            self.untracked.add(value.vid)
+        elif result._view is not None:
+            self._derived.add((value.vid, result._view))
+
+    def _note_uses(self, pairs) -> None:
+        """Note the movable storages used through a handle made from no argument."""
+        for vid, view in pairs:
+            if vid in self.movable and (view is None or (vid, view) not in self._derived):
+                self.untracked.add(vid)
 
     def _known(self, storage, read: bool = True) -> Value:
         """The Value of ``storage``, a new capture if unseen. A capture first seen read (not
@@ -119,7 +151,9 @@ class Capture:
 
     def ref(self, x) -> tuple:
         """``(vid, view)`` of a handle the function returns (a capture if unseen)."""
-        return (self._known(x._storage).vid, x._view)
+        pair = (self._known(x._storage).vid, x._view)
+        self._note_uses([pair])
+        return pair
 
 
 def _unseen_message() -> str:

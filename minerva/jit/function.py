@@ -1,12 +1,13 @@
 """``mv.jit(fn)``: record a function once per signature, then replay its plan.
 
-A call's **signature** is the shape, dtype, device and view of each NArray argument (and
-which arguments are the same array), plus the values of the other arguments (hashable).
-The first call of a signature runs ``fn`` eagerly while the op-building seam captures it
-(reading values on the host is refused meanwhile: a replay cannot repeat host control
-flow), and plans it (``plan.segments_of``). Later calls replay the plan: one op per
-segment, asynchronous like any op, reading the current values of arguments and captured
-arrays and writing into them.
+A call's **signature** is the shape, dtype, device and layout of each NArray argument (a
+view's strides, not its offset) and how the arguments alias one another, plus the values
+of the other arguments (hashable): see ``minerva.jit.signature``. The first call of a
+signature runs ``fn`` eagerly while the op-building seam captures it (reading values on
+the host is refused meanwhile: a replay cannot repeat host control flow), and plans it
+(``plan.segments_of``). Later calls replay the plan: one op per segment, asynchronous like
+any op, reading the current values of arguments and captured arrays and writing into them.
+The plans live in a bounded cache (``minerva.jit.cache``), least recently used evicted.
 """
 from __future__ import annotations
 
@@ -21,9 +22,11 @@ from minerva.builder import SEAM, build
 from minerva.common.callsite import format_callsite, user_callsite
 from minerva.common.errors import JitError
 from minerva.common.logging import get_logger
+from minerva.jit.cache import MAX_PLANS, PlanCache
 from minerva.jit.capture import ARG, TMP, Capture
 from minerva.jit.plan import segments_of
-from minerva.jit.segment import SegmentRun
+from minerva.jit.segment import SegmentCall, SegmentRun
+from minerva.jit.signature import moved, offset_of, offsets, relative, signature
 from minerva.narray import HOST_READS, NArray
 from minerva.ops import registry
 from minerva.ops.jit_op import JIT_REPLAY
@@ -36,14 +39,22 @@ JIT_REPLAY.tiny_inline = False  # few bytes, yet maybe many kernels: never on th
 
 
 class Plan:
-    """A recorded signature: its values, segments (runnable) and what ``fn`` returned."""
+    """A recorded signature: its values, segments (runnable) and what ``fn`` returned.
 
-    def __init__(self, capture: Capture, result, results: list):
+    ``movable`` maps the vid of a view argument's storage to the argument whose offset
+    places its views at a replay; ``pinned`` holds the offsets the plan is kept for when
+    it used such a storage through another handle (None: any offsets)."""
+
+    def __init__(self, capture: Capture, result, results: list, args):
         self.values = capture.values
         self.seeds = capture.seeds
         self.n_ops = len(capture.steps)
+        self.movable = {vid: capture.values[vid].index for vid in capture.movable}
+        self.pinned = offsets(args) if capture.untracked else None
+        results = _made_relative(capture, results)
         plans = segments_of(capture.steps, capture.values, [r for r, _ in results])
-        self.segments = [SegmentRun(p, capture.values) for p in plans]
+        specs = [value.spec for value in capture.values]
+        self.segments = [SegmentRun(p, specs) for p in plans]
         self.arenas = [None] * len(self.segments)
         self.result = _rebuild(result, iter(lambda: RESULT, None))  # its shape, no arrays
         self.results = results
@@ -58,16 +69,28 @@ class Plan:
         return sum(s.plan.arena_bytes for s in self.segments)
 
 
-class JitFunction:
-    """A function made jitted: ``__call__`` records or replays; ``stats()`` counts."""
+def _made_relative(capture: Capture, results: list) -> list:
+    """The views on the view arguments' storages, in the steps and in ``results``, made
+    relative to the arguments' offsets: a replay moves them to its call's offsets."""
+    base = capture.movable
+    for step in capture.steps:
+        step.ins, step.outs = relative(step.ins, base), relative(step.outs, base)
+    return [(relative([ref], base)[0], spec) for ref, spec in results]
 
-    def __init__(self, fn, check: bool = False):
+
+class JitFunction:
+    """A function made jitted: ``__call__`` records or replays; ``stats()`` counts.
+    ``max_plans``: how many plans (signatures) it keeps, least recently used evicted."""
+
+    def __init__(self, fn, check: bool = False, max_plans: int = MAX_PLANS):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.check = check
-        self._plans: dict = {}
+        self._plans = PlanCache(max_plans, getattr(fn, "__qualname__", repr(fn)))
+        self.max_plans = self._plans.max_plans
         self._engine = None  # the runtime the plans were recorded in
         self._counts = {"n_records": 0, "n_replays": 0, "n_checks": 0, "n_eager": 0}
+        self._last = (0, 0)  # n_ops, n_segments of the last recorded plan
 
     def __call__(self, *args):
         if SEAM.hooks:  # autograd records around the call, or an outer jit captures it:
@@ -75,9 +98,13 @@ class JitFunction:
             return self.fn(*args)
         system = get_system()
         if system.engine is not self._engine:  # a new runtime: the plans' arrays are gone
-            self._plans, self._engine = {}, system.engine
-        key = _signature(args, system.current_device())
+            self._plans.clear()
+            self._engine, self._last = system.engine, (0, 0)
+        key = signature(args, system.current_device())
         plan = self._plans.get(key)
+        if plan is not None and plan.pinned is not None and plan.pinned != offsets(args):
+            key = (key, offsets(args))  # a plan kept for other offsets: one for these
+            plan = self._plans.get(key)
         if plan is None:
             return self._record(key, args)
         self._counts["n_replays"] += 1
@@ -88,13 +115,14 @@ class JitFunction:
     def stats(self) -> dict:
         """``n_records``, ``n_replays``, ``n_checks``, ``n_eager`` (calls run eagerly
         because autograd recorded around them or an outer jit captured them),
-        ``n_signatures``, ``n_ops`` (of the last recorded plan), ``n_segments``, ``n_fused``
-        (0: no fusion yet), ``plan_bytes``."""
-        plans = list(self._plans.values())
-        last = plans[-1] if plans else None
+        ``n_signatures`` (plans held), ``n_evictions`` (plans evicted to keep at most
+        ``max_plans``), ``n_ops`` (of the last recorded plan), ``n_segments``, ``n_fused``
+        (0: no fusion yet), ``plan_bytes`` (of the plans held)."""
+        plans = self._plans.values()
+        n_ops, n_segments = self._last
         return dict(self._counts, n_signatures=len(plans),
-                    n_ops=last.n_ops if last else 0,
-                    n_segments=len(last.segments) if last else 0, n_fused=0,
+                    n_evictions=self._plans.n_evictions, n_ops=n_ops,
+                    n_segments=n_segments, n_fused=0,
                     plan_bytes=sum(p.plan_bytes for p in plans))
 
     def _record(self, key, args):
@@ -108,9 +136,10 @@ class JitFunction:
             HOST_READS.refuse = refuse
         results = [(capture.ref(x), x._spec) for x in _arrays_in(result)]
         watched = _tmp_refs(capture, {vid for (vid, _), _ in results})
-        plan = Plan(capture, result, results)
+        plan = Plan(capture, result, results, args)
         _check_nothing_kept(capture, watched)
-        self._plans[key] = plan
+        self._plans.put(key, plan)
+        self._last = (plan.n_ops, len(plan.segments))
         self._counts["n_records"] += 1
         return result
 
@@ -141,9 +170,12 @@ def replay(plan: Plan, args, created_at, seeds=None):
     storages = _inputs(plan, args)
     if seeds is None:
         seeds = {seed: seeding.next_seed() for seed in plan.seeds}
+    places = {vid: offset_of(args[index]) for vid, index in plan.movable.items()}
     for k, run in enumerate(plan.segments):
-        _replay_segment(engine, plan, k, run, storages, seeds, created_at)
-    made = iter(NArray(storages[vid], view, spec) for (vid, view), spec in plan.results)
+        segment = SegmentCall(run, places) if places else run
+        _replay_segment(engine, plan, k, segment, storages, seeds, created_at)
+    made = iter(NArray(storages[vid], moved(view, places[vid]) if vid in places else view,
+                       spec) for (vid, view), spec in plan.results)
     return _rebuild(plan.result, made)
 
 
@@ -157,8 +189,8 @@ def _inputs(plan, args) -> dict:
     return storages
 
 
-def _replay_segment(engine, plan, k, run, storages, seeds, created_at) -> None:
-    p = run.plan
+def _replay_segment(engine, plan, k, segment, storages, seeds, created_at) -> None:
+    p = plan.segments[k].plan
     values = plan.values
     reads = [storages[vid] for vid in p.reads]
     writes = [storages[vid] for vid in p.writes]
@@ -166,7 +198,7 @@ def _replay_segment(engine, plan, k, run, storages, seeds, created_at) -> None:
     if p.arena_bytes:
         writes.append(_arena(plan, k, p))
         specs.append(ArraySpec((p.arena_bytes,), np.dtype(np.uint8)))
-    outs = engine.submit(JIT_REPLAY, {"segment": run, "seeds": seeds}, reads, specs,
+    outs = engine.submit(JIT_REPLAY, {"segment": segment, "seeds": seeds}, reads, specs,
                          p.device, created_at, None,
                          [None] * len(p.exports) + writes)
     for vid, storage in zip(p.exports, outs):
@@ -237,29 +269,6 @@ def _difference(a, b):
         return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
     except (ValueError, TypeError):
         return "shapes differ"
-
-
-def _signature(args, device) -> tuple:
-    """What a plan depends on besides the values of arrays: the current device; per array
-    argument its shape, dtype, device, view, the first argument sharing its storage, and
-    its gradient buffer (``backward`` writes there); the other arguments' values."""
-    key = [device]
-    seen: dict = {}
-    for i, x in enumerate(args):
-        if isinstance(x, NArray):
-            first = seen.setdefault(id(x._storage), i)
-            grad = x.grad
-            key.append(("array", x.shape, x.dtype, x.device, x._view, first,
-                        None if grad is None else id(grad._storage)))
-        else:
-            try:
-                hash(x)
-            except TypeError:
-                raise JitError(f"argument {i} of a jitted function is neither an NArray "
-                               f"nor hashable ({type(x).__name__}): pass arrays as "
-                               "NArrays, other values as hashable ones") from None
-            key.append(("value", type(x), x))
-    return tuple(key)
 
 
 def _host_read_error(what: str) -> JitError:

@@ -4,12 +4,18 @@ The replay op's kernel gets the arrays of what the segment reads, then (as ``out
 arrays of its exports, of the values it writes, and of its arena. Every ``(value, view)``
 a step uses is resolved once per replay into a table of arrays; views of the arena (the
 locals) do not change between replays and are resolved once, as are the argument lists of
-steps that only touch locals: such a step costs one kernel call.
+steps that only touch locals: such a step costs one kernel call. Views on the storage of a
+view argument are kept relative to the argument's offset; a replay places them at its
+call's offsets (``SegmentCall``, the replay op's ``segment``).
 
-A CPU device with several threads hands the replay op ``run``, its own kernel runner: the
-steps that it may cut into row ranges (``OpDef.row_split``, or ``elementwise`` with an
-output of at least the device's ``SPLIT_OUT_BYTES``) go through it, so a replay splits them as an
-eager op would (the same numbers, the same speed); the other steps call their kernels.
+A segment holds specs, never storages nor handles: the engine may keep a finished replay
+op (and its attributes) for a while, and that must not keep the plan's captures alive.
+
+A CPU device hands the replay op ``run``, its own kernel runner: the steps that it may cut
+into row ranges (``OpDef.row_split``, or ``elementwise`` with an output of at least the
+device's ``SPLIT_OUT_BYTES``) and those that call BLAS (``OpDef.blas``: they hold the
+device's BLAS thread count) go through it, so a replay runs them as an eager op would (the
+same numbers, the same speed); the other steps call their kernels.
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ import time
 import numpy as np
 
 from minerva.device.cpu_split import SPLIT_OUT_BYTES
+from minerva.jit.signature import moved
 
 ARENA = "arena"
 
@@ -39,9 +46,9 @@ class SegmentRun:
     """A segment made runnable: its steps with resolved argument indices, and the caches of
     what does not change between replays (see the module docstring)."""
 
-    def __init__(self, plan, values):
+    def __init__(self, plan, specs: list):
         self.plan = plan
-        self.values = values
+        self.specs = specs                                     # ArraySpec by vid
         self.order = plan.reads + plan.exports + plan.writes   # vids, as the op gets them
         self._index: dict = {}    # (vid, view) -> table position
         self._entries: list = []  # (vid, view) per table position
@@ -61,17 +68,18 @@ class SegmentRun:
         ins = [self._slot(vid, view) for vid, view in step.ins]
         outs = [self._slot(vid, view) for vid, view in step.outs]
         op_def = step.op_def
-        may_split = op_def.row_split is not None or (
+        may_split = op_def.blas or op_def.row_split is not None or (
             op_def.elementwise and len(outs) == 1
-            and self.values[step.outs[0][0]].spec.nbytes >= SPLIT_OUT_BYTES)
+            and self.specs[step.outs[0][0]].nbytes >= SPLIT_OUT_BYTES)
         return [step, ins, outs, None, may_split]
 
-    def run(self, xp, arrays, outs, seeds, run=None, trace=None) -> None:
+    def run(self, xp, arrays, outs, seeds, run=None, trace=None, offsets=None) -> None:
         """Run every step in order (``seeds`` maps recorded random seeds to this replay's;
         ``run``: the device's kernel runner, see the module docstring; ``trace``, while a
-        trace records: ``trace(name, created_at, t0_ns, t1_ns)`` after each step); an
-        error is annotated with the user's line of the step that raised it."""
-        table = self._table(xp, arrays, outs)
+        trace records: ``trace(name, created_at, t0_ns, t1_ns)`` after each step;
+        ``offsets``: vid -> this call's offset of the view arguments' storages); an error
+        is annotated with the user's line of the step that raised it."""
+        table = self._table(xp, arrays, outs, offsets)
         for compiled in self.steps:
             step, ins, out_slots, fixed, may_split = compiled
             if trace is not None:
@@ -95,7 +103,7 @@ class SegmentRun:
             if trace is not None:
                 trace(step.op_def.name, step.created_at, t0, time.perf_counter_ns())
 
-    def _table(self, xp, arrays, outs) -> list:
+    def _table(self, xp, arrays, outs, offsets) -> list:
         """Every (value, view) a step uses, as an array of this replay."""
         bases = dict(zip(self.order, list(arrays) + list(outs)))
         arena = outs[-1] if self.plan.arena_bytes else None
@@ -104,6 +112,8 @@ class SegmentRun:
         for position, (vid, view) in enumerate(self._entries):
             if table[position] is None:
                 base = bases[vid]
+                if offsets and vid in offsets:
+                    view = moved(view, offsets[vid])
                 table[position] = base if view is None else make_view(xp, base, view)
         return table
 
@@ -122,7 +132,7 @@ class SegmentRun:
         return table
 
     def _local(self, xp, arena, vid, slot):
-        spec = self.values[vid].spec
+        spec = self.specs[vid]
         count = int(np.prod(spec.shape, dtype=np.int64))
         raw = arena[slot.offset:slot.offset + spec.nbytes]
         return raw.view(spec.dtype)[:count].reshape(spec.shape)
@@ -141,3 +151,18 @@ class SegmentRun:
             compiled[3] = (bind(self._xp, arrays, out, **step.attrs) if bind is not None else
                            functools.partial(step.op_def.impl, self._xp, *arrays, out=out,
                                              **step.attrs))
+
+
+class SegmentCall:
+    """One replay of a segment whose views move with the call's arguments: the replay op's
+    ``segment``, running the SegmentRun at this call's ``offsets`` (vid -> bytes)."""
+
+    __slots__ = ("segment", "offsets")
+
+    def __init__(self, segment: SegmentRun, offsets: dict):
+        self.segment = segment
+        self.offsets = offsets
+
+    def run(self, xp, arrays, outs, seeds, run=None, trace=None) -> None:
+        """``SegmentRun.run`` at this call's offsets."""
+        self.segment.run(xp, arrays, outs, seeds, run, trace, self.offsets)
