@@ -17,8 +17,8 @@ from minerva.common.errors import (  # noqa: F401
     CancelledError, DeviceError, DTypeError, MinervaError, OpError, OutOfMemoryError,
     ShapeError, WaitTimeoutError)
 from minerva.creation import (  # noqa: F401
-    arange, array, asarray, ascontiguousarray, copy, empty, empty_like, from_numpy, full,
-    full_like, ones, ones_like, rand, randb, randn, zeros, zeros_like)
+    arange, array, asarray, ascontiguousarray, asfortranarray, copy, empty, empty_like,
+    from_numpy, full, full_like, ones, ones_like, rand, randb, randn, zeros, zeros_like)
 from minerva.functions import (  # noqa: F401
     all, amax, amin, any, argmax, argmin, astype, broadcast_arrays, broadcast_to, clip,
     concat, concatenate, dot, expand_dims, matmul, max, mean, min, moveaxis, permute_dims,
@@ -34,6 +34,9 @@ from minerva.statistics import *  # noqa: F401,F403
 from minerva.linalg import *  # noqa: F401,F403
 from minerva.interop import *  # noqa: F401,F403
 from minerva.ufuncs import FUNCTIONS as _UFUNCS  # noqa: F401
+
+from numpy import errstate, geterr, geterrcall, seterr, seterrcall  # noqa: F401,E402
+# (NumPy's own: an op's kernel runs under the state of the thread that issued it)
 
 ndarray = NArray
 __version__ = "0.2.0"

@@ -21,7 +21,7 @@ from minerva.common.callsite import user_callsite
 from minerva.common.errors import DTypeError, ShapeError
 from minerva.narray import NArray
 from minerva.ops import registry, view_ops
-from minerva.ops.dtypes import SUPPORTED_KINDS
+from minerva.ops.dtypes import SUPPORTED_KINDS, supported_dtype
 from minerva.ops.registry import ArraySpec
 from minerva.ops.views import laid_out, memory_order
 from minerva.system import Runtime, get_system, running
@@ -213,11 +213,17 @@ def same_buffer(a: NArray, b: NArray) -> bool:
 
 def to_narray(value, what: str = "operand", dtype=None) -> NArray:
     """``value`` as an NArray: NArrays pass (cast when ``dtype`` differs); NumPy arrays,
-    lists and scalars are copied onto the current device; anything else is a TypeError."""
+    lists and scalars are copied onto the current device; anything else is a TypeError.
+    MinervaError for an NArray of a runtime that was shut down, DTypeError for a dtype
+    minerva does not hold."""
+    if dtype is not None:
+        dtype = supported_dtype(dtype)
     if isinstance(value, NArray):
+        if value._storage.engine.closed:  # its runtime was shut down: say why it is refused
+            value._storage.engine.check_open(value._storage.current)
         if dtype is None or value.dtype == dtype:
             return value
-        return build(registry.get("astype"), [value], {"dtype": np.dtype(dtype)})
+        return build(registry.get("astype"), [value], {"dtype": dtype})
     return upload(host_array(value, what, dtype))
 
 
@@ -227,6 +233,8 @@ def host_array(value, what: str = "operand", dtype=None) -> np.ndarray:
     if isinstance(value, (dict, set)) or value is None and dtype is None:
         raise TypeError(f"{what}: expected an array, a list or a number, got "
                         f"{type(value).__name__}")
+    if dtype is not None:
+        dtype = supported_dtype(dtype)
     try:
         data = np.asarray(value, dtype=dtype)
     except (TypeError, ValueError) as exc:

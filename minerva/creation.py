@@ -8,11 +8,13 @@ import operator
 import numpy as np
 
 from minerva import indexing, seeding
-from minerva.builder import build, host_array, placed, to_narray, upload
+from minerva.builder import build, host_array, placed, to_narray
 from minerva.common.errors import DTypeError, ShapeError
+from minerva.functions import reshape
+from minerva.layout import check_order, copy_in, laid_out_as, upload_in
 from minerva.narray import NArray
 from minerva.ops import registry
-from minerva.ops.dtypes import SUPPORTED_KINDS
+from minerva.ops.dtypes import supported_dtype
 from minerva.system import get_system
 
 _FILL, _EMPTY = registry.get("fill"), registry.get("empty")
@@ -30,15 +32,8 @@ def check_dtype(dtype, default=None) -> np.dtype:
     """``dtype`` as a NumPy dtype minerva supports (bool, ints, floats, complex); None gives
     ``default`` (the default float dtype when None)."""
     if dtype is None:
-        return default_dtype() if default is None else np.dtype(default)
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError as exc:
-        raise DTypeError(f"not a dtype: {dtype!r} ({exc})") from None
-    if dtype.kind not in SUPPORTED_KINDS:
-        raise DTypeError(f"unsupported dtype {dtype}: minerva arrays hold bool, integer, "
-                         "float or complex values")
-    return dtype
+        return default_dtype() if default is None else supported_dtype(default)
+    return supported_dtype(dtype)
 
 
 def check_shape(shape) -> tuple:
@@ -127,25 +122,36 @@ def full_like(a, fill_value, dtype=None, shape=None) -> NArray:
 
 
 @placed
-def array(obj, dtype=None, copy=True) -> NArray:
+def array(obj, dtype=None, copy=True, order="K") -> NArray:
     """A new array holding ``obj`` (a list, NumPy array, scalar or NArray) on the current
-    device; the dtype is inferred as NumPy infers it when not given. ``copy=False`` returns
-    an NArray itself when no cast is needed."""
+    device, laid out in memory order ``order`` as NumPy's (``minerva.layout``); the dtype
+    is inferred as NumPy infers it when not given. ``copy=None`` (or False) returns an
+    NArray itself when no cast and no other layout is needed; ``copy=False`` raises
+    ValueError when another layout is."""
+    order = check_order(order)
+    dtype = None if dtype is None else check_dtype(dtype)
     if isinstance(obj, NArray):
-        if copy is False or copy is None:
-            return to_narray(obj, "array", dtype)
-        if dtype is None or np.dtype(dtype) == obj.dtype:
-            return build(registry.get("copy"), [obj])
-        return to_narray(obj, "array", check_dtype(dtype))
+        return _from_narray(obj, dtype, copy, order)
     if isinstance(obj, (list, tuple)) and _holds_narrays(obj):
-        return _stack_nested(obj, dtype)
-    return upload(host_array(obj, "array", None if dtype is None else check_dtype(dtype)))
+        return _from_narray(_stack_nested(obj, dtype), None, None, order)
+    return upload_in(host_array(obj, "array", dtype), order)
+
+
+def _from_narray(x: NArray, dtype, copy, order: str) -> NArray:
+    cast = to_narray(x, "array", dtype)
+    if laid_out_as(cast, order) and (copy is not True or cast is not x):
+        return cast
+    if copy is False and cast is x:
+        raise ValueError("Unable to avoid copy while creating an array as requested "
+                         f"(copy=False, order={order!r}): use copy=None to allow one")
+    return copy_in(cast, order)
 
 
 @placed
-def asarray(obj, dtype=None, copy=None) -> NArray:
-    """``obj`` as an NArray: an NArray itself when no cast is needed, else a new array."""
-    return array(obj, dtype, copy=copy)
+def asarray(obj, dtype=None, order=None, *, copy=None) -> NArray:
+    """``obj`` as an NArray: an NArray itself when no cast and no other memory order is
+    needed, else a new array."""
+    return array(obj, dtype, copy=copy, order=check_order(order))
 
 
 from_numpy = array
@@ -163,15 +169,30 @@ def _stack_nested(obj, dtype) -> NArray:
 
 @placed
 def ascontiguousarray(a, dtype=None) -> NArray:
-    """``a`` with its elements contiguous in C order (a copy when they are not)."""
-    x = to_narray(a, "ascontiguousarray", dtype)
-    return x if x._view is None else build(registry.get("copy"), [x])
+    """``a`` with its elements contiguous in C order, at least 1-D: ``a`` itself when it is
+    (a view of a 0-d array), else a copy."""
+    return _at_least_1d(asarray(a, dtype, order="C"))
 
 
 @placed
-def copy(a) -> NArray:
-    """A copy of ``a`` (a new storage)."""
-    return build(registry.get("copy"), [to_narray(a, "copy")])
+def asfortranarray(a, dtype=None) -> NArray:
+    """``a`` with its elements contiguous in Fortran (column-major) order, at least 1-D:
+    ``a`` itself when it is (a view of a 0-d array), else a copy."""
+    return _at_least_1d(asarray(a, dtype, order="F"))
+
+
+def _at_least_1d(x: NArray) -> NArray:
+    return reshape(x, (1,)) if x.ndim == 0 else x
+
+
+@placed
+def copy(a, order="K", subok=False) -> NArray:
+    """A copy of ``a`` (a new storage) in memory order ``order``, as ``numpy.copy``
+    (``'K'``: the order of ``a``'s strides)."""
+    order = check_order(order)
+    if isinstance(a, NArray):
+        return copy_in(a, order)
+    return upload_in(host_array(a, "copy"), order)
 
 
 @placed

@@ -16,7 +16,7 @@ from minerva.common.errors import ShapeError
 from minerva.narray import NArray
 from minerva.ops import registry, view_ops, views
 from minerva.ops.elementwise import ARRAY
-from minerva.ops.dtypes import is_scalar
+from minerva.ops.dtypes import is_scalar, supported_dtype
 from minerva.ops.reduction import normalize_axis
 from minerva.ops.registry import ArraySpec
 from minerva.ops.shape import resolve_shape
@@ -36,6 +36,7 @@ def view_of(x: NArray, view: tuple, view_def=None, attrs=None,
     spec = ArraySpec(view[0], x.dtype)
     result = NArray(storage, views.normalized(storage.current.spec, view), spec)
     result._readonly = readonly or x._readonly
+    result._owndata = False
     if SEAM.hooks:
         if view_def is None:
             view_def, attrs = view_ops.STRIDED, {"x_view": explicit_view(x), "view": view}
@@ -79,6 +80,16 @@ def transpose(a, axes=None) -> NArray:
 def _permuted(x: NArray, axes: tuple) -> NArray:
     return view_of(x, views.permute(explicit_view(x), axes), view_ops.TRANSPOSE,
                    {"axes": axes})
+
+
+def in_memory_order(buffer: NArray, order: tuple) -> NArray:
+    """A fresh array laid out with its axes ``order`` in memory (outermost first), from
+    ``buffer``, a fresh C-ordered array holding its values with the axes so permuted: the
+    array NumPy makes in that memory order (``copy(order='F')`` …), owning its data."""
+    inverse = tuple(sorted(range(len(order)), key=order.__getitem__))
+    result = _permuted(buffer, inverse)
+    result._owndata = True
+    return result
 
 
 permute_dims = transpose
@@ -258,17 +269,10 @@ def astype(x, dtype, /, *, copy=True) -> NArray:
     """``x`` cast to ``dtype`` (a copy; ``x`` itself when ``copy=False`` and no cast is
     needed)."""
     x = to_narray(x, "astype")
-    dtype = _dtype(dtype)
+    dtype = supported_dtype(dtype)
     if not copy and dtype == x.dtype:
         return x
     return build(_OPS("astype"), [x], {"dtype": dtype})
-
-
-def _dtype(dtype) -> np.dtype:
-    try:
-        return np.dtype(dtype)
-    except TypeError as exc:
-        raise TypeError(f"not a dtype: {dtype!r} ({exc})") from None
 
 
 # ---- reductions -----------------------------------------------------------------------------
@@ -279,8 +283,10 @@ def _reduction(name):
         x = to_narray(a, name)
         axes = normalize_axis(name, axis, x.ndim)
         attrs = {"axis": axes, "keepdims": bool(keepdims)}
-        if dtype is not None and name in _DTYPE_REDUCTIONS:
-            attrs["dtype"] = _dtype(dtype)
+        if dtype is not None:
+            dtype = supported_dtype(dtype)
+            if name in _DTYPE_REDUCTIONS:
+                attrs["dtype"] = dtype
         return build(_OPS(name), [x], attrs, out)
     function.__name__ = function.__qualname__ = name
     function.__doc__ = (f"``numpy.{name}`` over ``axis`` (None, an int or a tuple), keeping "

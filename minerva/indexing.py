@@ -99,7 +99,7 @@ def check_writable(target: NArray) -> None:
     """ValueError, as NumPy's, when ``target`` is read-only (a broadcast view, a view of
     one) or several of its elements are one element of memory."""
     view = target._view
-    if target._readonly or view is not None and any(
+    if target._readonly or view is not None and 0 not in view[0] and any(
             s == 0 and n > 1 for n, s in zip(view[0], view[1])):
         raise ValueError("assignment destination is read-only")
 
@@ -153,8 +153,8 @@ def _advanced(x: NArray, items: tuple, for_write: bool, keep_masks: bool = False
 
 def _index_arrays(x: NArray, item, layout: list) -> tuple:
     """Host integer index arrays for one index item: itself, or a mask's ``nonzero()``."""
-    if isinstance(item, NArray):
-        item = item.to_numpy()  # a mask: the result's shape depends on its values
+    if isinstance(item, NArray):  # a mask: the result's shape depends on its values
+        item = to_narray(item, "index").to_numpy()
     values = np.asarray(list(item) if isinstance(item, range) else item)
     if values.size == 0 and values.dtype.kind == "f":
         values = values.astype(np.intp)

@@ -10,12 +10,13 @@ functions added to minerva later are found without being listed here. A NumPy fu
 minerva lacks raises a TypeError naming it. ``numpy.asarray(x)`` is not dispatched: it
 waits for ``x`` and copies its values through ``__array__``.
 
-Ufunc methods: ``__call__``; ``reduce`` for add, multiply, maximum, minimum, logical_and
-and logical_or (as ``sum``, ``prod``, ``max``, ``min``, ``all``, ``any``, with NumPy's
-default ``axis=0``); ``accumulate`` for add and multiply (``cumsum``, ``cumprod``);
-``outer`` (by broadcasting); other methods where minerva's function has them as attributes
-(``mv.add.at``), else NotImplemented. ``out=`` takes NArrays
-(written in place) or NumPy arrays (the result is computed, then copied into them).
+Ufunc methods (``numpy.add.reduce(x)``, ``numpy.multiply.outer(x, y)``) run minerva's
+function's method of that name (``minerva.ufunc_methods``: ``reduce``, ``accumulate`` and
+``outer`` where minerva has them exactly, ``add.at``); another method raises
+``UfuncMethodError``, a TypeError naming it. ``out=`` takes NArrays (written in place) or
+NumPy arrays (the result is computed, then copied into them). Operands that are not
+arrays (None, strings ...) reach minerva's function, which answers as NumPy would; an
+operand with its own ``__array_ufunc__`` gets NotImplemented.
 
 **DLPack** (``__dlpack__``, ``__dlpack_device__``) exports a *copy* of the array's current
 value: ``__dlpack__`` waits for the value, copies it (into host memory on a CPU device, on
@@ -31,18 +32,15 @@ import types as _types
 import numpy as np
 
 from minerva import indexing
-from minerva.builder import COPY, build, to_narray, upload
-from minerva.functions import reshape
+from minerva.builder import COPY, build, upload
 from minerva.narray import NArray
 from minerva.runtime import current_device, device as device_scope
+from minerva.ufunc_methods import missing_method
 
 API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 """Array API standard versions ``__array_namespace__`` accepts."""
 
-_REDUCTIONS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
-               "logical_and": "all", "logical_or": "any"}
-_ACCUMULATIONS = {"add": "cumsum", "multiply": "cumprod"}
-_OPERANDS = (NArray, np.ndarray, np.generic, int, float, complex, list, tuple)
+_ARRAYS = (NArray, np.ndarray, np.generic)
 _TOP_LEVEL = ("numpy", "numpy.lib.stride_tricks")
 _KDL_CPU, _KDL_CUDA = 1, 2
 _namespace: dict = {}
@@ -129,59 +127,31 @@ def _write(target, value) -> None:
 # ---- __array_ufunc__ ------------------------------------------------------------------------
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    """NEP 13: run ``ufunc`` (or its ``reduce``/``accumulate``/``outer``) in minerva."""
+    """NEP 13: run ``ufunc`` (or one of its methods: ``reduce`` ...) in minerva."""
     outs = kwargs.get("out", ())
-    if not all(isinstance(x, _OPERANDS) for x in inputs) or not all(
+    if any(_overrides_ufuncs(x) for x in inputs) or not all(
             o is None or isinstance(o, (NArray, np.ndarray)) for o in outs):
         return NotImplemented
-    handler = _UFUNC_METHODS.get(method)
-    if handler is not None:
-        return handler(ufunc, inputs, kwargs)
-    own = getattr(lookup("numpy", ufunc.__name__), method, None)  # mv.add.at …
-    return NotImplemented if own is None else own(*inputs, **kwargs)
-
-
-def _single(out):
-    """A ufunc method's ``out`` tuple as one array (or None)."""
-    return out[0] if isinstance(out, tuple) and len(out) == 1 else out
-
-
-def _call(ufunc, inputs, kwargs):
     function = lookup("numpy", ufunc.__name__)
     if function is None:
         raise _unsupported(f"numpy.{ufunc.__name__}")
+    if method != "__call__":
+        function = getattr(function, method, None)
+        if function is None:
+            raise missing_method(ufunc.__name__, method)
     out = kwargs.pop("out", None)
     return call_with_out(function, inputs, kwargs, _single(out))
 
 
-def _reduce(ufunc, inputs, kwargs):
-    function = lookup("numpy", _REDUCTIONS.get(ufunc.__name__, ""))
-    if function is None:
-        raise _unsupported(f"numpy.{ufunc.__name__}.reduce")
-    array = inputs[0]
-    if ufunc.__name__ not in ("add", "multiply"):  # max, min, all, any take no dtype
-        array = to_narray(array, ufunc.__name__, kwargs.pop("dtype", None))
-    kwargs.setdefault("axis", 0)
-    return call_with_out(function, (array,), kwargs, _single(kwargs.pop("out", None)))
+def _overrides_ufuncs(x) -> bool:
+    """Whether ``x`` is an array of another kind, with its own ``__array_ufunc__``."""
+    return not isinstance(x, _ARRAYS) and hasattr(type(x), "__array_ufunc__")
 
 
-def _accumulate(ufunc, inputs, kwargs):
-    function = lookup("numpy", _ACCUMULATIONS.get(ufunc.__name__, ""))
-    if function is None:
-        raise _unsupported(f"numpy.{ufunc.__name__}.accumulate")
-    kwargs.setdefault("axis", 0)
-    return call_with_out(function, inputs, kwargs, _single(kwargs.pop("out", None)))
-
-
-def _outer(ufunc, inputs, kwargs):
-    if len(inputs) != 2:
-        raise ValueError(f"{ufunc.__name__}.outer takes exactly two arrays")
-    a, b = (to_narray(x, f"{ufunc.__name__}.outer") for x in inputs)
-    return _call(ufunc, (reshape(a, a.shape + (1,) * b.ndim), b), kwargs)
-
-
-_UFUNC_METHODS = {"__call__": _call, "reduce": _reduce, "accumulate": _accumulate,
-                  "outer": _outer}
+def _single(out):
+    """A ufunc method's ``out`` tuple as one array (or None); a tuple of several arrays
+    (``divmod``) as it is."""
+    return out[0] if isinstance(out, tuple) and len(out) == 1 else out
 
 
 # ---- the array API and DLPack ---------------------------------------------------------------

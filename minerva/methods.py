@@ -6,13 +6,13 @@ cycles. In-place operators (``+=`` …) write into the array, as NumPy's do.
 """
 from __future__ import annotations
 
-from minerva import (autograd, functions, indexing, interop, linalg, manipulation,
-                     statistics, ufuncs)
+import operator
+
+from minerva import (autograd, comparisons, creation, functions, indexing, interop, linalg,
+                     manipulation, statistics, ufuncs)
 from minerva.builder import build, to_device, to_narray, upload
 from minerva.narray import NArray
 from minerva.ops import registry
-
-_COPY = registry.get("copy")
 
 _OPERATORS = {
     "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
@@ -34,6 +34,19 @@ def _forward(name):
         if kind is NArray:
             return build(op, [self, other])
         return ufuncs.binary_op(name, self, other)
+    return method
+
+
+def _comparison(name):
+    op, scalar_op = registry.get(name), registry.get(name + "_scalar")
+
+    def method(self, other):
+        kind = type(other)
+        if kind is float or kind is int and comparisons.fits(self._spec.dtype, other):
+            return build(scalar_op, [self], {"scalar": other, "reverse": False})
+        if kind is NArray:
+            return build(op, [self, other])
+        return ufuncs.compare(name, self, other, operator_form=True)
     return method
 
 
@@ -64,7 +77,9 @@ def _install_operators() -> None:
         setattr(NArray, f"__r{dunder}__", _reflected(name))
         setattr(NArray, f"__i{dunder}__", _in_place(name))
     for dunder, name in _COMPARISONS.items():
-        setattr(NArray, f"__{dunder}__", _forward(name))
+        setattr(NArray, f"__{dunder}__", _comparison(name))
+    NArray.__divmod__ = _forward("divmod")
+    NArray.__rdivmod__ = _reflected("divmod")
     NArray.__neg__ = _unary("negative")
     NArray.__pos__ = _unary("positive")
     NArray.__abs__ = _unary("absolute")
@@ -95,17 +110,30 @@ def _iter(self):
         yield self[i]
 
 
+def _contains(self, value) -> bool:
+    """``value in x``: whether an element equals ``value``, NumPy's ``(x == value).any()``
+    (it waits for the answer)."""
+    found = operator.eq(self, value)
+    return bool(functions.any(found) if isinstance(found, NArray) else found.any())
+
+
 def _reduce(self):
     return (upload, (self.to_numpy(),))
 
 
 def _copy_method(self, order="C"):
-    """A copy (new storage) on the current device."""
-    return build(_COPY, [self])
+    """A copy (new storage) on the current device, laid out in memory order ``order``
+    (``'C'``, ``'F'``, ``'A'``: F when this array is F- and not C-contiguous, ``'K'``:
+    as this array's strides), as NumPy's."""
+    return creation.copy(self, order)
+
+
+def _shallow_copy(self):
+    return creation.copy(self, "K")
 
 
 def _deepcopy(self, memo):
-    result = build(_COPY, [self])
+    result = creation.copy(self, "K")
     memo[id(self)] = result
     return result
 
@@ -117,7 +145,9 @@ def _fill(self, value):
 
 def _to(self, device, /, *, stream=None):
     """This array on ``device``: itself when it lives there, else a copy (cached while this
-    value lives). ``stream`` is accepted for the array API and ignored."""
+    value lives). ``stream`` is accepted for the array API and ignored. MinervaError for an
+    array of a runtime that was shut down."""
+    self._storage.engine.check_open(self._storage.current)
     return to_device(self, device)
 
 
@@ -133,7 +163,7 @@ def _transpose(self, *axes):
 
 def _flatten(self, order="C"):
     """A 1-D copy."""
-    return build(_COPY, [functions.ravel(self, order)])
+    return creation.copy(functions.ravel(self, order), "C")
 
 
 def _dot(self, b, out=None):
@@ -144,7 +174,8 @@ def _dot(self, b, out=None):
 _METHODS = {
     "__getitem__": indexing.getitem, "__setitem__": indexing.setitem, "__iter__": _iter,
     "__matmul__": _matmul, "__rmatmul__": _rmatmul, "__imatmul__": _imatmul,
-    "__copy__": _copy_method, "__deepcopy__": _deepcopy, "__reduce__": _reduce,
+    "__copy__": _shallow_copy, "__deepcopy__": _deepcopy, "__reduce__": _reduce,
+    "__contains__": _contains,
     "copy": _copy_method, "fill": _fill, "to": _to, "to_device": _to,
     "reshape": _reshape, "transpose": _transpose, "flatten": _flatten,
     "T": property(lambda self: functions.transpose(self)),

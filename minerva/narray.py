@@ -39,7 +39,8 @@ HOST_READS = HostGuard()
 class NArray:
     """An n-dimensional array computed by the minerva runtime (see API.md, "Arrays")."""
 
-    __slots__ = ("_storage", "_view", "_spec", "_grad_info", "_readonly", "__weakref__")
+    __slots__ = ("_storage", "_view", "_spec", "_grad_info", "_readonly", "_owndata",
+                 "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, storage, view, spec):
@@ -48,6 +49,7 @@ class NArray:
         self._spec = spec
         self._grad_info = None
         self._readonly = False
+        self._owndata = True  # False for a view of another array (functions.view_of)
 
     # ---- metadata (never blocks) --------------------------------------------------------
 
@@ -103,12 +105,12 @@ class NArray:
         return self._storage.current.label
 
     @property
-    def flags(self) -> dict:
-        """``{"WRITEABLE": ..., "C_CONTIGUOUS": ...}`` as NumPy reports them (a broadcast
-        view is read-only, as NumPy's)."""
-        contiguous = _views.is_contiguous(self._view, self._spec.dtype.itemsize)
-        return {"WRITEABLE": not self._readonly, "C_CONTIGUOUS": contiguous,
-                "OWNDATA": self._view is None}
+    def flags(self) -> "Flags":
+        """NumPy's memory-layout flags of this handle (``x.flags.f_contiguous``,
+        ``x.flags["F_CONTIGUOUS"]``); a broadcast view is read-only, as NumPy's."""
+        shape, strides, offset = _views.of(self._spec, self._view)
+        return Flags(shape, strides, offset, self._spec.dtype, self._owndata,
+                     not self._readonly)
 
     @property
     def is_view(self) -> bool:
@@ -169,9 +171,13 @@ class NArray:
         return int(self)
 
     def __bool__(self):
-        if self.size != 1:
-            raise ValueError("the truth value of an array with more than one element is "
-                             "ambiguous; use .any() or .all()")
+        size = self.size
+        if size == 0:
+            raise ValueError("The truth value of an empty array is ambiguous. Use "
+                             "`array.size > 0` to check that an array is not empty.")
+        if size != 1:
+            raise ValueError("The truth value of an array with more than one element is "
+                             "ambiguous. Use a.any() or a.all()")
         return self._scalar(bool)
 
     def __len__(self) -> int:
@@ -195,6 +201,55 @@ class NArray:
     __hash__ = None
 
 
+class Flags:
+    """An array's memory-layout flags, as NumPy's ``ndarray.flags`` reports them: by key
+    (``"C_CONTIGUOUS"``, ``"F_CONTIGUOUS"``, ``"OWNDATA"``, ``"WRITEABLE"``, ``"ALIGNED"``,
+    ``"WRITEBACKIFCOPY"``, their one-letter forms, and NumPy's combined ones) or by
+    attribute (``flags.f_contiguous``). Read-only: minerva sets no flags."""
+
+    _ABBREVIATIONS = {"C": "C_CONTIGUOUS", "F": "F_CONTIGUOUS", "O": "OWNDATA",
+                      "W": "WRITEABLE", "A": "ALIGNED", "X": "WRITEBACKIFCOPY",
+                      "CONTIGUOUS": "C_CONTIGUOUS", "FORTRAN": "F_CONTIGUOUS"}
+    _SHOWN = ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA", "WRITEABLE", "ALIGNED",
+              "WRITEBACKIFCOPY")
+
+    def __init__(self, shape, strides, offset, dtype, owndata: bool, writeable: bool):
+        c = _views.is_contiguous((shape, strides, offset), dtype.itemsize)
+        f = _views.is_contiguous((shape[::-1], strides[::-1], offset), dtype.itemsize)
+        aligned = offset % dtype.alignment == 0 and all(
+            s % dtype.alignment == 0 for n, s in zip(shape, strides) if n > 1)
+        behaved = aligned and writeable
+        self._values = {
+            "C_CONTIGUOUS": c, "F_CONTIGUOUS": f, "OWNDATA": owndata,
+            "WRITEABLE": writeable, "ALIGNED": aligned, "WRITEBACKIFCOPY": False,
+            "FNC": f and not c, "FORC": f or c,
+            "BEHAVED": behaved, "CARRAY": behaved and c, "FARRAY": behaved and f and not c}
+
+    def __getitem__(self, key: str) -> bool:
+        name = self._ABBREVIATIONS.get(key, key)
+        if name not in self._values:
+            raise KeyError(f"Unknown flag {key!r}")
+        return self._values[name]
+
+    def __getattr__(self, name: str) -> bool:
+        if name.startswith("_") or name.upper() not in self._values:
+            raise AttributeError(f"'Flags' object has no attribute {name!r}")
+        return self._values[name.upper()]
+
+    def __setattr__(self, name, value) -> None:
+        if name != "_values":
+            raise AttributeError("minerva arrays' flags are read-only")
+        object.__setattr__(self, name, value)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Flags) and other._values == self._values
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return "\n".join(f"  {name} : {self._values[name]}" for name in self._SHOWN)
+
+
 def _engine_of(x: NArray):
     return x._storage.engine
 
@@ -208,4 +263,4 @@ def check_timeout(timeout) -> None:
         raise ValueError(f"timeout must be >= 0, got {timeout}")
 
 
-__all__ = ["NArray", "HOST_READS", "check_timeout"]
+__all__ = ["NArray", "Flags", "HOST_READS", "check_timeout"]

@@ -21,6 +21,7 @@ from minerva.builder import host_array, upload
 from minerva.indexing import getitem, setitem
 from minerva.missing import missing_attribute
 from minerva.narray import HOST_READS, NArray
+from minerva.ops.dtypes import supported_dtype
 
 _DRAWS = ("rand", "randn", "randint", "random", "random_sample", "uniform", "normal",
           "standard_normal", "exponential", "standard_exponential",
@@ -65,6 +66,8 @@ class _Sampler:
 
     def _draw(self, name, args, kwargs):
         args, kwargs = _host_args(args, kwargs)
+        if kwargs.get("dtype") is not None:
+            kwargs["dtype"] = supported_dtype(kwargs["dtype"])
         with self._lock:
             return _as_result(getattr(self._gen, name)(*args, **kwargs))
 

@@ -21,6 +21,7 @@ from minerva.common.errors import ShapeError
 from minerva.functions import broadcast_to, concatenate, no_extras
 from minerva.narray import NArray
 from minerva.ops import registry
+from minerva.ops.dtypes import supported_dtype
 from minerva.ops.elementwise import ARRAY
 from minerva.ops.reduction import normalize_axis
 from minerva.sorting import *  # noqa: F401,F403  (exported from here too)
@@ -52,7 +53,7 @@ def int_axis(name: str, axis, ndim: int):
 
 
 def _dtype(dtype):
-    return None if dtype is None else np.dtype(dtype)
+    return None if dtype is None else supported_dtype(dtype)
 
 
 def _reduce(name, a, axis, out, keepdims, **attrs):

@@ -16,6 +16,7 @@ from minerva.common.errors import DTypeError, ShapeError, ShapeIndexError
 from minerva.functions import swapaxes
 from minerva.narray import NArray
 from minerva.ops import registry
+from minerva.ops.dtypes import supported_dtype
 from minerva.ops.einsum import explicit_subscripts
 
 _OPS = registry.get
@@ -80,7 +81,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe",
     subscripts, arrays = _einsum_operands(operands)
     explicit, _ = explicit_subscripts(subscripts, [x.shape for x in arrays])
     if dtype is not None:
-        dtype = _einsum_cast(arrays, np.dtype(dtype), casting)
+        dtype = _einsum_cast(arrays, supported_dtype(dtype), casting)
     attrs = {"subscripts": explicit, "dtype": dtype, "optimize": _frozen(optimize)}
     return build(_OPS("einsum"), arrays, attrs, out)
 

@@ -44,6 +44,21 @@ def result_dtype(name: str, function, *operands) -> np.dtype:
     return dtype
 
 
+def supported_dtype(dtype) -> np.dtype:
+    """``dtype`` (anything ``numpy.dtype`` takes) as the NumPy dtype, when minerva arrays
+    hold it (bool, integers, floats, complex); DTypeError for every other dtype (object,
+    strings, datetimes, structured) and for what is not a dtype. Every entry point that
+    takes a dtype checks it here."""
+    try:
+        dtype = np.dtype(dtype)
+    except (TypeError, ValueError) as exc:
+        raise DTypeError(f"not a dtype: {dtype!r} ({exc})") from None
+    if dtype.kind not in SUPPORTED_KINDS:
+        raise DTypeError(f"unsupported dtype {dtype}: minerva arrays hold bool, integer, "
+                         "float or complex values")
+    return dtype
+
+
 def check_supported(name: str, spec: ArraySpec) -> None:
     """ShapeError unless ``spec`` has a numeric or bool dtype."""
     if spec.dtype.kind not in SUPPORTED_KINDS:

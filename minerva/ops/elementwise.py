@@ -204,4 +204,35 @@ def _register_all() -> None:
     register("clip", _mixed_infer("clip", np.clip), _clip_impl, elementwise=True)
 
 
+# ---- divmod: two outputs, the quotient and the remainder --------------------------------------
+
+def _divmod_quotient(*operands):
+    return np.divmod(*operands)[0]
+
+
+_quotient_infer = _binary_infer("divmod", _divmod_quotient)
+_quotient_scalar_infer = _scalar_infer("divmod", _divmod_quotient)
+
+
+def _divmod_infer(a, b):
+    (spec,) = _quotient_infer(a, b)
+    return spec, spec
+
+
+def _divmod_scalar_infer(a, *, scalar, reverse):
+    (spec,) = _quotient_scalar_infer(a, scalar=scalar, reverse=reverse)
+    return spec, spec
+
+
+def _divmod_impl(xp, a, b, *, out):
+    xp.divmod(a, b, out=out)
+
+
+def _divmod_scalar_impl(xp, a, *, out, scalar, reverse):
+    xp.divmod(*((scalar, a) if reverse else (a, scalar)), out=out)
+
+
 _register_all()
+register("divmod", _divmod_infer, _divmod_impl, n_outputs=2, elementwise=True)
+register("divmod_scalar", _divmod_scalar_infer, _divmod_scalar_impl, n_outputs=2,
+         elementwise=True)

@@ -143,7 +143,7 @@ def _stack_impl(xp, *arrays, out, axis):
 
 
 def _astype_infer(x, *, dtype):
-    return (ArraySpec(x.shape, dtype),)
+    return (ArraySpec(x.shape, dtypes.supported_dtype(dtype)),)
 
 
 def _astype_impl(xp, x, *, out, dtype):

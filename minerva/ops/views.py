@@ -18,7 +18,10 @@ _ANCHORS: dict = {}
 
 
 def c_strides(shape: tuple, itemsize: int) -> tuple:
-    """Byte strides of a C-contiguous array of ``shape``."""
+    """Byte strides of a C-contiguous array of ``shape`` (all 0 without elements, as
+    NumPy's new arrays have)."""
+    if 0 in shape:
+        return (0,) * len(shape)
     strides, step = [], itemsize
     for n in reversed(shape):
         strides.append(step)
