@@ -2,10 +2,10 @@
 run after the user's line, on another thread.
 
 The error state of the user's thread is captured when an op is issued (``capture``: in
-NumPy 2 one context-variable read) and the op's kernel runs under it (``enter`` ...
-``leave``), whichever thread runs it and whatever its size. Modes that report (``warn``,
-``call``, ``print``, ``log``) are turned into ``call`` of a recorder while the kernel runs;
-``leave`` then reports what was met as NumPy would, but naming the user's line: a
+NumPy 2 one context-variable read) and the op's kernel runs under it (``run_under``),
+whichever thread runs it and whatever its size. Modes that report (``warn``,
+``call``, ``print``, ``log``) are turned into ``call`` of a recorder while the kernel runs
+(``run_under``), which then reports what was met as NumPy would, but naming the user's line: a
 ``RuntimeWarning`` ("divide by zero encountered in divide") issued at the line that built
 the op, the user's ``seterrcall`` function called, the message printed or logged. ``raise``
 stays ``raise``: the kernel fails with ``FloatingPointError``, which the engine stores and
@@ -101,28 +101,33 @@ def _decode(captured) -> ErrState:
     return state[0]
 
 
-def enter(captured):
-    """Run this thread's next kernels under ``captured`` (from ``capture``) until
-    ``leave`` with the token returned (None: ``captured`` is None, nothing to do)."""
-    if captured is None:
-        return None
-    state = _decode(captured)
-    outer = _THREAD.state, _THREAD.records
-    _THREAD.state, _THREAD.records = state, None
-    return state, outer, _apply(state.kernel)
+CURRENT = object()
+"""For ``run_under``: the calling thread's own error state (a direct op, run at once)."""
 
 
-def leave(token, name: str | None, created_at, report: bool = True) -> None:
-    """Go back to the error state before ``enter`` and, with ``report``, report the errors
-    the kernel met (op ``name``, built at ``created_at``); warnings turned into errors by
-    the warnings filters are raised here."""
-    if token is None:
-        return
-    state, outer, applied = token
-    _restore(applied)
-    records = _THREAD.records
-    _THREAD.state, _THREAD.records = outer
-    if records and report:
+def run_under(captured, function, args, name: str, created_at) -> None:
+    """``function(*args)`` under the error state ``captured`` (from ``capture``, or
+    ``CURRENT``), then report the errors it met (op ``name``, built at ``created_at``);
+    warnings turned into errors by the warnings filters are raised here. An exception of
+    ``function`` propagates unreported."""
+    if captured is CURRENT:
+        captured = _EXTOBJ.get() if _EXTOBJ is not None else capture()
+    known = _DECODED.get(captured)
+    state = _decode(captured) if known is None else known[0]
+    thread = _THREAD
+    outer = thread.state, thread.records
+    thread.state, thread.records = state, None
+    applied = _EXTOBJ.set(state.kernel) if _EXTOBJ is not None else _apply(state.kernel)
+    try:
+        function(*args)
+    finally:
+        if _EXTOBJ is not None:
+            _EXTOBJ.reset(applied)
+        else:
+            _restore(applied)
+        records = thread.records
+        thread.state, thread.records = outer
+    if records:
         _report(state, records, name, created_at)
 
 

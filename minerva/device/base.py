@@ -108,13 +108,7 @@ class Device(abc.ABC):
 
     def _execute_checked(self, op) -> None:
         """``execute`` under the op's floating-point error state, reporting what it met."""
-        token = fp_errors.enter(op.errstate)
-        try:
-            self.execute(op)
-        except BaseException:
-            fp_errors.leave(token, None, None, report=False)
-            raise
-        fp_errors.leave(token, op.op_def.name, op.created_at)
+        fp_errors.run_under(op.errstate, self.execute, (op,), op.op_def.name, op.created_at)
 
     def start_deferred(self, op) -> None:
         """Start a deferred op (``OpDef.deferred``): its kernel hands the work to another
@@ -161,13 +155,8 @@ class Device(abc.ABC):
             if not self.checks_fp_errors:
                 op_def.impl(self.xp, *arrays, out=target, **attrs)   # tiny: never split
                 return None
-            token = fp_errors.enter(fp_errors.capture())   # the caller's own state
-            try:
-                self.run_tiny_kernel(op_def, arrays, target, attrs)
-            except BaseException:
-                fp_errors.leave(token, None, None, report=False)
-                raise
-            fp_errors.leave(token, op_def.name, out.created_at)
+            fp_errors.run_under(fp_errors.CURRENT, self.run_tiny_kernel,
+                                (op_def, arrays, target, attrs), op_def.name, out.created_at)
         except Exception as err:  # stored on the output by the engine
             return detach_traceback(err)
         return None

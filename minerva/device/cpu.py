@@ -112,3 +112,4 @@ class CpuDevice(Device):
                 self.listener(op, exc)
             except Exception:  # a bug in a completion must not kill the worker
                 log.exception("cpu_completion_failed", device=self.device_id, op=repr(op))
+            op = exc = None   # keep nothing of a finished op while waiting for the next

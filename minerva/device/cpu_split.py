@@ -121,6 +121,7 @@ class _Helper:
             except BaseException as exc:  # raised by the op's own thread
                 job.error = exc
             job.done.set()
+            job = args = None   # keep none of the op's arrays while waiting for the next
 
 
 class RowSplitter:
