@@ -1,13 +1,16 @@
-"""What both engines share: registering ops, storages and copies, handle counts, waiting,
-failures, deletes, cancelling.
+"""What both engines share (split by responsibility over four files): here, issuing ops —
+registering them with their inputs, copies and overwritten versions, or running a tiny op
+at once without an op node — and completing them; releases and deletes in ``releases``;
+waiting in ``waiting``; shutdown, cancelling and the checks of old arrays in
+``lifecycle``. ``Engine`` is one class over those parts: one owner of the state, one lock.
 
-State owned here, all guarded by ``_lock``: the PhysicalDag and every node's runtime info,
-every storage's ``current`` version and every version's copy cache, ``n_inflight`` (ops
-registered and not finished), ``n_deleting`` (dead nodes whose block is not yet back in its
-store) and ``_failures`` (op errors no ``wait_for_all`` has raised yet). Decisions are
-made under the lock; blocks are freed after it is released. Two lock-free deques carry work from threads that must not take the lock:
-``_releases`` (storages dropped by finalizers) and ``_freed`` (counts of blocks freed
-outside the lock); both are applied the next time an engine thread holds the lock.
+State owned by the engine, all guarded by ``_lock``: the PhysicalDag and every node's
+runtime info, every storage's ``current`` version and every version's copy cache,
+``n_inflight`` (ops registered and not finished), ``n_deleting`` (dead nodes whose block is
+not yet back in its store) and ``_failures`` (op errors no ``wait_for_all`` has raised
+yet). Decisions are made under the lock; blocks are freed after it is released. Two
+lock-free deques (``_releases``, ``_freed``) carry work from threads that must not take the
+lock (see ``releases``).
 
 Devices that launch ahead (``Device.launches_ahead``: GPUs) learn of completions lazily,
 in bulk; whoever needs one soon says so: a thread that waits (``wait``,
@@ -18,21 +21,20 @@ readers, *expedites* them once (see doc/design.md, "Launching ahead").
 from __future__ import annotations
 
 import collections
-import contextlib
 import threading
 import time
 
 from minerva.common.callsite import format_callsite
+from minerva.common.errors import OpError
 from minerva.common.fp_errors import capture as capture_errstate
-from minerva.common.errors import CancelledError, MinervaError, OpError, WaitTimeoutError
-from minerva.common.logging import get_logger
 from minerva.dag.nodes import FAILED, LAUNCHED, Storage
 from minerva.scheduler import state
+from minerva.scheduler.lifecycle import Lifecycle
+from minerva.scheduler.releases import Releasing
+from minerva.scheduler.waiting import Waiting
 
-log = get_logger("minerva.scheduler")
 
-
-class Engine:
+class Engine(Releasing, Waiting, Lifecycle):
     """Base of the DAG scheduler and the naive engine; subclasses decide *when* ops run
     (``_start``). ``copy_op`` is the op definition of a copy (the engine inserts copies of
     inputs that live on another device, and copies on write)."""
@@ -170,122 +172,10 @@ class Engine:
         self._start(ready)
         return result
 
-    def release(self, data) -> None:
-        """One storage holding ``data`` is gone. Safe from any thread and from finalizers:
-        it never takes the engine lock, only queues the release.
-
-        Queued releases are applied by the next op registered or completed; only when no op
-        is in flight (so no completion will come) is a RELEASE task posted. An op that
-        completes concurrently decrements ``n_inflight`` before it drains the queue, so a
-        release appended too late for its drain sees the decremented count."""
-        if self.closed:
-            return
-        self._releases.append(data)
-        if self.n_inflight == 0 and self.kicks_releases:
-            self._kick_releases()
-
-    def wait(self, data, timeout: float | None = None) -> None:
-        """Block until ``data`` is computed; raise its stored error."""
-        if data.state < state.COMPLETED or self.forked:
-            self._check_usable()
-            with self._urging():
-                self._wait_pending(data, timeout)
-        if data.error is not None:
-            data.error.reported = True
-            raise data.error.fresh()
-
-    def wait_for_all(self, timeout: float | None = None) -> None:
-        """Block until every registered op has finished and dead storage is freed; then
-        raise the first failure not yet reported (once)."""
-        self.flush_releases()
-        with self._lock, self._urging():
-            if not self._sleep_until(self._all_settled, timeout):
-                raise WaitTimeoutError(
-                    f"wait_for_all: {self.n_inflight} ops still pending after {timeout}s")
-            failure = self._take_unreported()
-        if failure is not None:
-            raise failure
-
-    def reclaim(self, timeout: float) -> bool:
-        """Let devices that launch ahead settle what they launched, and pending deletes
-        finish (memory pressure); True if any launched work, handle releases or deletes
-        were pending (so memory may have been freed)."""
-        had_releases = bool(self._releases)
-        had_launched = self._flush_launched(timeout)
-        self.flush_releases()
-        with self._lock:
-            had_pending = had_releases or had_launched or self.n_deleting > 0
-            self._n_reclaimers += 1
-            try:
-                self._sleep_until(self._deletes_done, timeout)
-            finally:
-                self._n_reclaimers -= 1
-        return had_pending
-
-    def flush_releases(self) -> None:
-        """Apply queued handle releases now and free what died."""
-        if self._releases and not self.closed:
-            with self._lock:
-                blocks = self._delete_locked(self._drain_releases_locked())
-            self._free_blocks(blocks)
-
-    def snapshot(self, reader):
-        """``reader(dag)`` called under the lock, after applying queued releases: a
-        consistent view of the live DAG for printers and tracers (which must copy what
-        they keep)."""
-        self.flush_releases()
-        with self._lock:
-            return reader(self.dag)
-
-    def stats(self) -> dict:
-        """The DAG's counts (see ``PhysicalDag.stats``)."""
-        return self.snapshot(lambda dag: dag.stats())
-
-    def shutdown(self, timeout: float | None = None) -> None:
-        """Finish pending work (up to ``timeout``); then cancel ops that have not started
-        (their outputs fail with CancelledError), let running kernels finish, and stop
-        this engine's threads. Ctrl-C while waiting cancels at once (then re-raises)."""
-        if self.closed:
-            return
-        try:
-            finished = self._settle(timeout)
-        except KeyboardInterrupt:
-            self.cancel("Ctrl-C during mv.shutdown() stopped the runtime before this op "
-                        "started")
-            raise
-        else:
-            if not finished:
-                self.cancel(f"mv.shutdown(timeout={timeout}) stopped the runtime before "
-                            "this op started")
-        finally:
-            self.closed = True
-            self._stop_threads()
-
-    def cancel(self, reason: str) -> None:
-        """Cancel every op not yet started: devices report them failed without running
-        them; wait for the kernels already running."""
-        log.warning("shutdown_cancelled_pending", n_pending=self.n_inflight)
-        error = CancelledError(reason)
-        for device in self.devices.all():
-            device.cancel(error)
-        self._settle(None)
-
-    def forget(self) -> None:
-        """This engine was inherited by a forked child: it has no threads there, and its
-        state must never be touched again (another thread may have held its lock)."""
-        self.forked = True
-        self.closed = True
-
     # ---- hooks for subclasses ---------------------------------------------------------
 
     def _start(self, ops: list) -> None:
         """Start ops that became ready (subclasses)."""
-
-    def _kick_releases(self) -> None:
-        """Arrange for queued releases to be applied (subclasses)."""
-
-    def _stop_threads(self) -> None:
-        """Stop any threads the engine owns (subclasses)."""
 
     # ---- registration, called with the lock held --------------------------------------
 
@@ -360,7 +250,7 @@ class Engine:
             results.append(storage)
         return results
 
-    # ---- completion and deletes -------------------------------------------------------
+    # ---- completion -------------------------------------------------------
 
     def _complete_locked(self, op, error, origin: bool):
         """COMPLETE under the lock: the ops that became ready and the blocks to free once
@@ -378,191 +268,6 @@ class Engine:
         self.n_inflight -= 1
         if self._n_sleepers and self.n_inflight in (0, self._low_water):
             self._changed.notify_all()
-
-    def _drain_releases_locked(self) -> list:
-        dead = []
-        releases = self._releases
-        while releases:
-            data = releases.popleft()
-            if state.release_handle(data):
-                dead.append(data)
-        return dead
-
-    def _delete_locked(self, dead: list) -> list:
-        """Remove dead nodes (and copies that die with them); their blocks, to free after
-        the lock is released (counted in ``n_deleting`` until then)."""
-        blocks = []
-        dag, hooks = self.dag, self.hooks
-        for data in dead:  # grows while we walk it: cached copies die with their source
-            block, more = state.delete_data(dag, data)
-            if block is not None:
-                blocks.append((data.device_id, block))
-            if hooks.active:
-                hooks.data_deleted(data)
-            dead.extend(more)
-        self.n_deleting += len(blocks)
-        if self._freed:
-            self._apply_freed_locked()
-        return blocks
-
-    def _free_blocks(self, blocks) -> None:
-        """Return blocks to their stores (outside the lock); then count them freed."""
-        if not blocks:
-            return
-        table = self.devices.table
-        for device_id, block in blocks:
-            table[device_id].free(block)
-        self._freed.append(len(blocks))
-        if self._n_sleepers:
-            with self._lock:
-                self._apply_freed_locked()
-
-    def _apply_freed_locked(self) -> None:
-        freed = self._freed
-        n = 0
-        while freed:
-            n += freed.popleft()
-        self.n_deleting -= n
-        if n and self._n_sleepers and self._deletes_awaited():
-            self._changed.notify_all()
-
-    def _deletes_awaited(self) -> bool:
-        """Whether the deletes just done may be what a sleeper waits for: all deletes are
-        done and either nothing is in flight (wait_for_all) or a reclaimer waits."""
-        return self.n_deleting == 0 and (self.n_inflight == 0 or self._n_reclaimers > 0)
-
-    # ---- waiting ------------------------------------------------------------------------
-
-    def _settle(self, timeout) -> bool:
-        """Wait until nothing is in flight or being deleted (False on timeout)."""
-        self.flush_releases()
-        with self._lock, self._urging():
-            return self._sleep_until(self._all_settled, timeout)
-
-    def _wait_for_room_locked(self) -> None:
-        if self.n_inflight >= self.max_pending:
-            with self._urging():
-                self._sleep_until(lambda: self.n_inflight <= self._low_water, None)
-
-    # ---- devices that launch ahead --------------------------------------------------------
-
-    def _ahead_devices(self) -> list:
-        return [d for d in self.devices.table if d.launches_ahead]
-
-    @contextlib.contextmanager
-    def _urging(self):
-        """While the caller waits, devices that launch ahead settle their completions
-        promptly (they wait on their newest work instead of polling). Safe under the lock:
-        ``Device.urge`` takes only the device's own lock."""
-        devices = self._ahead_devices()
-        for device in devices:
-            device.urge(1)
-        try:
-            yield
-        finally:
-            for device in devices:
-                device.urge(-1)
-
-    def _expedite_all(self) -> None:
-        """Ask every device that launches ahead to settle what it launched so far soon."""
-        for device in self.devices.table:
-            if device.launches_ahead:
-                device.expedite()
-
-    def _flush_launched(self, timeout) -> bool:
-        """Let devices that launch ahead settle what they launched so far (the frees of
-        what it read follow); True when any had unsettled work."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        had = False
-        for device in self._ahead_devices():
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            had = device.flush_launched(left) or had
-        return had
-
-    def _sleep_until(self, predicate, timeout) -> bool:
-        self._n_sleepers += 1
-        try:
-            return self._changed.wait_for(predicate, timeout)
-        finally:
-            self._n_sleepers -= 1
-
-    def _all_settled(self) -> bool:
-        if self._freed:
-            self._apply_freed_locked()
-        return self.n_inflight == 0 and self.n_deleting == 0
-
-    def _deletes_done(self) -> bool:
-        if self._freed:
-            self._apply_freed_locked()
-        return self.n_deleting == 0
-
-    def _take_unreported(self):
-        unreported = [err for err in self._failures if not getattr(err, "reported", False)]
-        self._failures.clear()
-        if not unreported:
-            return None
-        for err in unreported:
-            err.reported = True
-        first = unreported[0].fresh()
-        if len(unreported) > 1:
-            first.add_note(f"{len(unreported) - 1} more op(s) failed since the last "
-                           "wait_for_all; the first is shown")
-        return first
-
-    def _wait_pending(self, data, timeout) -> None:
-        with self._lock:
-            if data.state >= state.COMPLETED:
-                return
-            if data.waiter is None:
-                data.waiter = threading.Event()
-            waiter = data.waiter
-        if not waiter.wait(timeout):
-            raise WaitTimeoutError(f"wait: {data.describe()} was not computed after "
-                                   f"{timeout}s")
-
-    def check_open(self, data=None) -> None:
-        """MinervaError when this runtime was shut down (or inherited through fork), saying
-        whether ``data`` (the value of an array of this runtime, when given) was computed."""
-        if not self.closed:
-            return
-        if self.forked:
-            self._check_usable()
-        raise MinervaError(_shut_down_message(data))
-
-    def _refuse_foreign(self, storages) -> None:
-        """MinervaError for a storage (None: none) of another runtime (a new op of this one
-        cannot read or write it)."""
-        for storage in storages:
-            if storage is not None and storage.engine is not self:
-                storage.engine.check_open(storage.current)
-                raise MinervaError("this NArray belongs to another minerva runtime")
-
-    def _check_usable(self) -> None:
-        if self.forked:
-            raise MinervaError("this array belongs to the minerva runtime of the parent "
-                               "process (inherited through fork); a forked child starts "
-                               "its own runtime: make new arrays there")
-        if self.closed:
-            raise MinervaError("the minerva runtime was shut down before this array was "
-                               "computed; its value is lost")
-
-
-def _shut_down_message(data) -> str:
-    """Why an array of a shut-down runtime cannot be used in new ops (``data``: its value;
-    None when it is not known)."""
-    if data is None:
-        return ("the minerva runtime was shut down; arrays made before mv.shutdown() cannot "
-                "be used in new ops")
-    if data.state == state.COMPLETED:
-        return ("this array was computed but belongs to a minerva runtime that was shut "
-                "down (mv.shutdown()): it cannot be used in new ops; its values stay "
-                "readable (x.to_numpy()), and mv.array(x.to_numpy()) makes a new array")
-    cancelled = isinstance(getattr(data.error, "__cause__", None), CancelledError)
-    if data.error is not None and not cancelled:
-        return ("this array belongs to a minerva runtime that was shut down, and its op "
-                "failed (x.wait() raises the error): it cannot be used in new ops")
-    return ("the minerva runtime was shut down before this array was computed; its value "
-            "is lost, and it cannot be used in new ops")
 
 
 def _tiny(storages, spec, limit: int) -> bool:
