@@ -4,9 +4,10 @@ The op, NN-API, contract, error and lifecycle suites run here with their fixture
 ``engine`` and ``device_kind`` put the current device on a GPU or on the second of two virtual
 GPUs; ``runtime`` gives one GPU (both engines), two virtual GPUs, and a CPU between two virtual
 GPUs. (``test_nn_ops``/``test_nn_grad`` already run their kernels on CuPy through the ``xp``
-fixture.) About 1,300 tests that each compile kernels on a cold CuPy cache: ``gpu_check.sh``
-runs them last, only with ``GPU_CHECK_SUITES=1``. The device layer's own GPU tests are in
-``test_gpu.py``, the differential programs in ``test_gpu_differential.py``.
+fixture.) 1,940 tests that each compile kernels on a cold CuPy cache: ``gpu_check.sh`` runs a
+share of them (``GPU_CHECK_SUITES_PER_FAMILY`` cases of each test function). The device
+layer's own GPU tests are in ``test_gpu.py``, the differential programs in
+``test_gpu_differential.py``.
 """
 from __future__ import annotations
 

@@ -1,143 +1,219 @@
 #!/usr/bin/env bash
-# minerva's GPU check, for a machine with one NVIDIA GPU and no package index, in about 8
-# minutes. Run it from the repository root:   bash tools/gpu_check.sh
+# minerva's GPU check: one call on a machine with an NVIDIA GPU, Python 3.12, NumPy, CuPy and
+# the test tools (pytest, pytest-timeout, hypothesis) already there, nothing to install:
 #
-#   0. install minerva's other dependencies (structlog, sortedcontainers, threadpoolctl) and
-#      the test tools (pytest, pytest-timeout, hypothesis and their dependencies) from the
-#      wheel folder $WHEELS (default .whl/) into $SITE; stop with a clear message when
-#      something is missing
-#   1. the device layer's tests on the GPU:     pytest -m gpu tests/test_gpu.py
-#   2. the differential programs on 1 and on 2 virtual GPUs (MINERVA_VIRTUAL_GPUS):
-#                                               pytest -m gpu tests/test_gpu_differential.py
-#   3. tools/bench.py gpu (per-op cost and an MNIST CNN step against raw CuPy and PyTorch
-#      eager)
-#   4. only when asked for (GPU_CHECK_STAGES="... suites"): the op, NN, contract, error and
-#      lifecycle suites on the GPU (tests/test_gpu_suites.py; about 2,000 tests that compile
-#      kernels on a cold cache: budget 10 minutes more)
+#     bash tools/gpu_check.sh
 #
-# GPU_CHECK_STAGES picks the stages (default "device diff bench"), e.g. to rerun one.
-# The machine needs python3 (3.12) with numpy, cupy-cuda13x and (for the comparison) torch.
-# doc/devices.md ("Running the GPU checks") says how to build the wheel folder and how to
-# ship it with the device runner (carry=[".whl"]). Each stage has its own time limit
-# (GPU_CHECK_*_SECONDS). Results go to $OUT (default ./gpu_check_out): summary.txt,
-# environment.txt, nvidia-smi.txt, one log and junit file per test stage, bench.log,
-# bench_gpu.json. Exit status: 0 when every stage that ran passed; 3 when the wheels are
-# missing.
+# The stages run most valuable first, each under its own limit and all under one time budget
+# (GPU_CHECK_BUDGET_SECONDS, default 420): a stage gets at most what the budget has left, and
+# is skipped when less than 15 s are left.
+#
+#   bringup   import minerva, a CPU op, then GPU 0 brought up and one op on it      30 s
+#   launch    launching ahead and its ordering (tests/test_gpu.py)                  45 s
+#   copies    copies between a CPU and (virtual) GPUs, every GPU-to-GPU path         45 s
+#   diff-1vgpu, diff-2vgpu   tests/test_gpu_differential.py on 1, then 2 virtual
+#             GPUs (MINERVA_VIRTUAL_GPUS)                                       60 s, 45 s
+#   device    the rest of tests/test_gpu.py: memory, out of memory, sticky errors    90 s
+#   suites    a share of tests/test_gpu_suites.py: every test function, at most
+#             GPU_CHECK_SUITES_PER_FAMILY (default 6) of its cases, those whose ids
+#             hash lowest (0: all)                                                  100 s
+#   bench     tools/bench.py gpu                                                    100 s
+#
+# Every test runs under a per-test timeout of GPU_CHECK_TEST_SECONDS (default 60), at most
+# half its stage's time. GPU_CHECK_STAGES picks stages (default: all, in the order above;
+# "diff" names both diff stages); GPU_CHECK_PYTEST_ARGS adds options to every pytest run;
+# PYTHON picks the interpreter (default python3). Without a GPU every stage still runs and
+# the GPU tests skip: a dry run (tests/test_gpu_check.py runs it in CI). When nvidia-smi
+# shows a GPU that minerva cannot use, the bringup stage fails.
+#
+# $OUT (default ./gpu_check_out) receives three files: summary.txt (also printed), the
+# benchmark's bench_gpu.json and logs.tar.gz (environment, nvidia-smi, each stage's log and
+# JUnit XML), the archive refreshed after every stage. Exit status: 0 when every stage that
+# ran passed, 1 otherwise. doc/devices.md, "Running the GPU checks".
 set -uo pipefail
 
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PY="${PYTHON:-python3}"
 OUT="${OUT:-$PWD/gpu_check_out}"
-WHEELS="${WHEELS:-$PWD/.whl}"
-SITE="${SITE:-/tmp/minerva-site}"
-DEVICE_SECONDS="${GPU_CHECK_DEVICE_SECONDS:-170}"
-DIFF_SECONDS="${GPU_CHECK_DIFF_SECONDS:-90}"
-BENCH_SECONDS="${GPU_CHECK_BENCH_SECONDS:-110}"
-SUITES_SECONDS="${GPU_CHECK_SUITES_SECONDS:-600}"
-STAGES=" ${GPU_CHECK_STAGES:-device diff bench} "
-mkdir -p "$OUT"
-SUMMARY="$OUT/summary.txt"
-: > "$SUMMARY"
-note() { echo "$*" | tee -a "$SUMMARY"; }
+BUDGET="${GPU_CHECK_BUDGET_SECONDS:-420}"
+TEST_SECONDS="${GPU_CHECK_TEST_SECONDS:-60}"
+PER_FAMILY="${GPU_CHECK_SUITES_PER_FAMILY:-6}"
+STAGES=" ${GPU_CHECK_STAGES:-bringup launch copies diff device suites bench} "
+read -r -a EXTRA <<< "${GPU_CHECK_PYTEST_ARGS:-}"
+GRACE=10      # seconds a stage has to stop after its limit, before it is killed
+MIN_STAGE=15  # a stage is skipped when the budget has less than this left
 T0=$SECONDS
 
-# ---- 0. dependencies from the wheel folder --------------------------------------------------
-NEEDED="structlog sortedcontainers threadpoolctl pytest pytest_timeout hypothesis"
-mkdir -p "$SITE"
-if compgen -G "$WHEELS/*.whl" > /dev/null; then
-    if ! "$PY" -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$SITE" \
-            "$WHEELS"/*.whl > "$OUT/install.log" 2>&1; then
-        echo "pip could not install the wheels (see install.log); unpacking them" >> "$OUT/install.log"
-        "$PY" - "$WHEELS" "$SITE" >> "$OUT/install.log" 2>&1 <<'EOF'
-import glob, sys, zipfile
-for wheel in sorted(glob.glob(sys.argv[1] + "/*.whl")):
-    zipfile.ZipFile(wheel).extractall(sys.argv[2])
-    print("unpacked", wheel)
-EOF
-    fi
-fi
-export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+mkdir -p "$OUT" && OUT="$(cd "$OUT" && pwd)"
+rm -f "$OUT/summary.txt" "$OUT/bench_gpu.json" "$OUT/logs.tar.gz"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX")"
+LOGS="$WORK/logs"
+mkdir -p "$LOGS" "$WORK/plugins"
+trap 'pack; rm -rf "$WORK"' EXIT
+cd "$ROOT"
+
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1
 export PYTEST_DISABLE_PLUGIN_AUTOLOAD=1  # only the plugins named below
 export OPENBLAS_NUM_THREADS=1
 export CUPY_CACHE_DIR="${CUPY_CACHE_DIR:-/tmp/minerva-cupy-cache}"
-missing=$("$PY" - $NEEDED <<'EOF'
-import importlib.util, sys
-print(" ".join(n for n in sys.argv[1:] if importlib.util.find_spec(n) is None))
-EOF
-)
-if [ -n "$missing" ]; then
-    note "gpu_check: missing Python packages: $missing"
-    note "  put their wheels (for CPython 3.12, manylinux x86_64) in $WHEELS; on a machine"
-    note "  with a package index:  python3 -m pip download --only-binary=:all: \\"
-    note "    --python-version 3.12 --implementation cp --abi cp312 \\"
-    note "    --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d .whl \\"
-    note "    structlog sortedcontainers threadpoolctl pytest pytest-timeout hypothesis"
-    note "  (doc/devices.md, 'Running the GPU checks')"
-    exit 3
-fi
 
-nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || echo "nvidia-smi not available" > "$OUT/nvidia-smi.txt"
-timeout 60 "$PY" - > "$OUT/environment.txt" 2>&1 <<'EOF'
-import platform, numpy
-print("python", platform.python_version(), "numpy", numpy.__version__)
-try:
-    import cupy
-    rt = cupy.cuda.runtime
-    print("cupy", cupy.__version__, "runtime", rt.runtimeGetVersion(), "driver", rt.driverGetVersion())
-    print("gpus", rt.getDeviceCount(), rt.getDeviceProperties(0)["name"])
-except Exception as exc:
-    print("cupy/gpu problem:", type(exc).__name__, exc)
-try:
-    import torch
-    print("torch", torch.__version__, "cuda", torch.cuda.is_available())
-except Exception as exc:
-    print("torch problem:", type(exc).__name__, exc)
+note() { echo "$*" | tee -a "$OUT/summary.txt"; }
+pack() {  # the logs into $OUT/logs.tar.gz, replaced whole
+    tar -czf "$WORK/logs.tar.gz" -C "$WORK" logs 2>/dev/null \
+        && mv -f "$WORK/logs.tar.gz" "$OUT/logs.tar.gz"
+}
+wanted() { [[ "$STAGES" == *" $1 "* ]]; }
+
+# ---- the helpers the stages run ------------------------------------------------------------
+cat > "$WORK/bringup.py" <<'EOF'
+"""Versions, minerva imported and a CPU op checked, then GPU 0 brought up and one op on it."""
+import importlib.metadata, os, platform, sys, time
+import numpy as np
+print("python", platform.python_version(), "numpy", np.__version__)
+for name in ("cupy-cuda13x", "torch"):
+    try:
+        print(name, importlib.metadata.version(name))
+    except importlib.metadata.PackageNotFoundError:
+        print(name, "not installed")
 import minerva as mv
-print("minerva gpus", mv.get_gpu_device_count())
+from minerva.common.logging import logging_backend
+print("minerva from", os.path.dirname(mv.__file__), "logging via", logging_backend())
+host = np.arange(12.0).reshape(3, 4)
+result = (mv.array(host) @ mv.array(host).T + 1).to_numpy()
+assert np.array_equal(result, host @ host.T + 1), result
+print("bringup: cpu op ok (matmul, add)")
+n_gpus = mv.get_gpu_device_count()
+if n_gpus == 0:
+    reason = "minerva counts 0 GPUs"
+    try:
+        mv.create_gpu_device(0)
+    except mv.DeviceError as err:
+        reason = str(err)
+    expected = os.environ.get("GPU_CHECK_EXPECT_GPU") == "1"
+    print("bringup: no GPU here:", reason)
+    print("bringup:", "FAILED: nvidia-smi shows a GPU that minerva cannot use" if expected
+          else "no GPU: a dry run, the GPU tests skip")
+    mv.shutdown(timeout=30)
+    sys.exit(1 if expected else 0)
+gpu = mv.create_gpu_device(0)
+print("gpu 0:", mv.device_info(gpu))
+mv.set_device(gpu)
+start = time.perf_counter()
+values = mv.array(host.astype(np.float32))
+total = (values * 2 + 1).sum(axis=0).to_numpy()
+assert np.array_equal(total, (host.astype(np.float32) * 2 + 1).sum(axis=0)), total
+print(f"bringup: {n_gpus} GPU(s); gpu op ok in {time.perf_counter() - start:.2f}s (first kernels)")
+mv.shutdown(timeout=30)
 EOF
-cat "$OUT/environment.txt"
-note "gpu_check: $(grep -E '^(python|cupy|gpus|torch|minerva)' "$OUT/environment.txt" | tr '\n' ';')"
 
+cat > "$WORK/plugins/gpu_check_sample.py" <<'EOF'
+"""Keeps a deterministic share of the collected tests: every test function runs, with at most
+GPU_CHECK_SUITES_PER_FAMILY of its parametrized cases (0: all), those whose ids hash lowest."""
+import os
+import zlib
+
+
+def pytest_collection_modifyitems(config, items):
+    per_family = int(os.environ.get("GPU_CHECK_SUITES_PER_FAMILY", "0"))
+    if per_family <= 0:
+        return
+    families = {}
+    for item in items:
+        families.setdefault(item.nodeid.split("[")[0], []).append(item)
+    keep = set()
+    for members in families.values():
+        members = sorted(members, key=lambda item: zlib.crc32(item.nodeid.encode()))
+        keep.update(item.nodeid for item in members[:per_family])
+    config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in keep])
+    items[:] = [item for item in items if item.nodeid in keep]
+    print(f"gpu_check: {len(items)} tests of {len(families)} test functions kept")
+EOF
+
+# ---- running a stage -----------------------------------------------------------------------
 status=0
-stage() {  # stage NAME SECONDS COMMAND...: run one stage with its time limit, note the result
-    local name=$1 seconds=$2
+stage() {  # stage NAME LIMIT COMMAND...: COMMAND under min(LIMIT, the budget left); one line
+    local name=$1 limit=$2
     shift 2
+    local left=$((BUDGET - (SECONDS - T0) - GRACE))
+    if ((left < MIN_STAGE)); then
+        note "$(printf '%-12s skipped: %ds of the %ds budget left' \
+            "$name" $((left + GRACE)) "$BUDGET")"
+        return 0
+    fi
+    STAGE_NAME=$name
+    STAGE_T=$((limit < left ? limit : left))
+    PER_TEST=""
     local start=$SECONDS
-    timeout --signal=INT --kill-after=15 "$seconds" "$@" > "$OUT/$name.log" 2>&1
+    "$@" > "$LOGS/$name.log" 2>&1
     local rc=$?
     local last
-    last=$(grep -E "passed|failed|error|skipped|no tests ran" "$OUT/$name.log" | tail -n 1)
-    [ "$rc" -eq 124 ] && last="TIMED OUT after ${seconds}s; $last"
-    note "$(printf '%-14s exit %3d in %4ds  %s' "$name" "$rc" $((SECONDS - start)) "$last")"
-    [ "$rc" -ne 0 ] && status=$rc
+    last=$(grep -E "(passed|failed|skipped|deselected|errors?|no tests ran).* in [0-9.]+s" \
+        "$LOGS/$name.log" | tail -n 1)
+    [ -z "$last" ] && last=$(grep -v '^\s*$' "$LOGS/$name.log" | tail -n 1)
+    ((rc == 124 || rc == 137)) && last="TIMED OUT; $last"
+    local limits="${STAGE_T}s"
+    ((STAGE_T < limit)) && limits="${STAGE_T}s (shortened from ${limit}s)"
+    [ -n "$PER_TEST" ] && limits="$limits, ${PER_TEST}s a test"
+    note "$(printf '%-12s exit %3d in %3ds of %s  %s' \
+        "$name" "$rc" $((SECONDS - start)) "$limits" "$last")"
+    ((rc != 0)) && status=1
+    pack
     return 0
 }
-PYTEST=("$PY" -m pytest -p pytest_timeout -p no:cacheprovider -q -rfE -m gpu --timeout 120)
+limited() {  # limited COMMAND...: COMMAND stopped (SIGINT, then SIGKILL) at the stage's limit
+    timeout --signal=INT --kill-after="$GRACE" "$STAGE_T" "$@"
+}
+gpu_tests() {  # gpu_tests [VAR=value...] PYTEST-ARGS...: pytest -m gpu under the stage's limits
+    PER_TEST=$((STAGE_T / 2 < TEST_SECONDS ? STAGE_T / 2 : TEST_SECONDS))
+    local assignments=()
+    while [[ $# -gt 0 && "$1" == [A-Z]*=* ]]; do assignments+=("$1"); shift; done
+    limited env "${assignments[@]}" "$PY" -m pytest -p pytest_timeout -p no:cacheprovider \
+        -q -rfE -m gpu --timeout "$PER_TEST" --junitxml "$LOGS/$STAGE_NAME.xml" \
+        "${EXTRA[@]}" "$@"
+}
 
-# ---- 1. the device layer ---------------------------------------------------------------------
-if [[ "$STAGES" == *" device "* ]]; then
-    stage device "$DEVICE_SECONDS" "${PYTEST[@]}" --junitxml "$OUT/device.xml" tests/test_gpu.py
+# ---- the environment -----------------------------------------------------------------------
+EXPECT_GPU=0
+SEEN_GPU="no GPU"
+if timeout 30 nvidia-smi -L > "$LOGS/nvidia-smi.txt" 2>&1 \
+        && grep -q '^GPU ' "$LOGS/nvidia-smi.txt"; then
+    EXPECT_GPU=1
+    SEEN_GPU=$(grep -m1 '^GPU ' "$LOGS/nvidia-smi.txt")
+    timeout 30 nvidia-smi >> "$LOGS/nvidia-smi.txt" 2>&1
 fi
+env | grep -E '^(MINERVA|GPU_CHECK|CUPY|CUDA|PYTHON|OUT)' | sort > "$LOGS/environment.txt"
+note "gpu_check: $(date -u +%FT%TZ) on $(uname -n); budget ${BUDGET}s; stages:${STAGES% }"
+note "gpu_check: nvidia-smi: $SEEN_GPU"
 
-# ---- 2. the differential programs on 1 and 2 virtual GPUs ---------------------------------------
-if [[ "$STAGES" == *" diff "* ]]; then
+# ---- the stages, most valuable first -------------------------------------------------------
+LAUNCH="long_dependent_chain or upload_read_at_once or bad_label or live_on_their_streams"
+COPIES="copies_in_every_direction or gpu_to_gpu_path or two_physical_gpus or scalar_arrays_cross"
+
+if wanted bringup; then
+    stage bringup 30 limited env GPU_CHECK_EXPECT_GPU=$EXPECT_GPU "$PY" "$WORK/bringup.py"
+    grep -E '^(python|cupy|torch|minerva|gpu 0|bringup: (cpu|no GPU here))' \
+        "$LOGS/bringup.log" 2>/dev/null | sed 's/^/    /' | tee -a "$OUT/summary.txt"
+fi
+wanted launch && stage launch 45 gpu_tests tests/test_gpu.py -k "$LAUNCH"
+wanted copies && stage copies 45 gpu_tests tests/test_gpu.py -k "$COPIES"
+if wanted diff; then
     for n in 1 2; do
-        stage "diff-${n}vgpu" "$DIFF_SECONDS" env MINERVA_VIRTUAL_GPUS=$n "${PYTEST[@]}" \
-            --junitxml "$OUT/diff-${n}vgpu.xml" tests/test_gpu_differential.py
+        stage "diff-${n}vgpu" $((n == 1 ? 60 : 45)) gpu_tests MINERVA_VIRTUAL_GPUS=$n \
+            tests/test_gpu_differential.py
     done
 fi
-
-# ---- 3. the benchmark -----------------------------------------------------------------------
-if [[ "$STAGES" == *" bench "* ]]; then
-    stage bench "$BENCH_SECONDS" "$PY" tools/bench.py gpu --repeat 3 --json "$OUT/bench_gpu.json"
-    grep -E "dependent chain|independent batch|^ *(minerva|raw cupy|pytorch eager) |[a-z_]+ = [0-9]|completions:" \
-        "$OUT/bench.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+wanted device && stage device 90 gpu_tests tests/test_gpu.py -k "not ($LAUNCH) and not ($COPIES)"
+if wanted suites; then
+    stage suites 100 gpu_tests GPU_CHECK_SUITES_PER_FAMILY="$PER_FAMILY" \
+        PYTHONPATH="$WORK/plugins:$PYTHONPATH" -p gpu_check_sample tests/test_gpu_suites.py
+fi
+if wanted bench; then
+    stage bench 100 limited "$PY" tools/bench.py gpu --repeat 3 --json "$OUT/bench_gpu.json"
+    BENCH_LINES="dependent chain|independent batch|^ *(minerva|raw cupy|pytorch eager) "
+    grep -E "$BENCH_LINES|[a-z_]+ = [0-9]|completions:" "$LOGS/bench.log" 2>/dev/null \
+        | sed 's/^/    /' | tee -a "$OUT/summary.txt"
 fi
 
-# ---- 4. the long suites, on request ----------------------------------------------------------
-if [[ "$STAGES" == *" suites "* ]]; then
-    stage suites "$SUITES_SECONDS" "${PYTEST[@]}" --junitxml "$OUT/suites.xml" \
-        tests/test_gpu_suites.py
-fi
-
-note "gpu_check: exit $status after $((SECONDS - T0))s"
+note "gpu_check: exit $status after $((SECONDS - T0))s of the ${BUDGET}s budget"
 exit "$status"
