@@ -126,15 +126,17 @@ def test_a_failed_input_on_one_rank_fails_the_collective_everywhere():
 
 
 def test_nccl_is_used_only_when_every_rank_can():
-    gpu = headers.encode(0, "allreduce", "sum", 0, np.float32, [(3,)], place=headers.GPU,
-                         nccl=True, ordinal=1)
+    def gpu(gpu_id):
+        return headers.encode(0, "allreduce", "sum", 0, np.float32, [(3,)],
+                              place=headers.GPU, nccl=True, ordinal=1, gpu_id=gpu_id)
     staged = headers.encode(0, "allreduce", "sum", 0, np.float32, [(3,)],
                             place=headers.GPU, nccl=False, ordinal=0)
     cpu = headers.encode(0, "allreduce", "sum", 0, np.float32, [(3,)])
-    assert headers.use_nccl(table(gpu, gpu))
-    assert headers.gpu_key(table(gpu, staged)) == (1, 0)
-    assert not headers.use_nccl(table(gpu, staged))
-    assert not headers.use_nccl(table(gpu, cpu))
+    assert headers.use_nccl(table(gpu(7), gpu(8)))
+    assert not headers.use_nccl(table(gpu(7), gpu(0)))  # a GPU not named
+    assert headers.gpu_key(table(gpu(7), staged)) == (1, 0)
+    assert not headers.use_nccl(table(gpu(7), staged))
+    assert not headers.use_nccl(table(gpu(7), cpu))
 
 
 # ---- buckets -----------------------------------------------------------------------------

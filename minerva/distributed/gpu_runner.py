@@ -7,6 +7,11 @@ job's ``ready`` event). The GPU is reached through the device's CUDA layer only,
 GPU test double (``tests/fake_cuda.py``) drives the same code. Waiting for the GPU is
 bounded: an :class:`EventWaiter` thread blocks on the event while the communication
 thread waits for it until the deadline; past it, the NCCL communicator is aborted.
+Creating a communicator is bounded by the same deadline (``nccl_init``).
+
+NCCL is used only when the gathered headers say every rank can, each on a GPU of its
+own; ranks that share a GPU (NCCL refuses them in one communicator) stage through the
+host, every rank alike.
 """
 from __future__ import annotations
 
@@ -20,6 +25,8 @@ from minerva.common.logging import get_logger
 from minerva.distributed import header as headers
 from minerva.distributed.errors import CommunicationLost
 from minerva.distributed.host_ops import offsets
+from minerva.distributed.nccl import UNIQUE_ID_BYTES
+from minerva.distributed.nccl_init import create_within
 
 log = get_logger("minerva.distributed")
 WAIT_SLICE_S = 0.05
@@ -107,6 +114,8 @@ class GpuRunner:
         self._loaded = False
         self._links: dict = {}
         self._comms: dict = {}
+        self._identities: dict = {}
+        self._noted_shared: set = set()
         self._waiter: EventWaiter | None = None
 
     def library(self):
@@ -115,11 +124,26 @@ class GpuRunner:
             self._library, self._loaded = self._load_library(), True
         return self._library
 
-    def nccl_ok(self, kind: str, op, dtype) -> bool:
-        """Whether this rank could run the collective over NCCL."""
+    def nccl_ok(self, kind: str, op, dtype, ordinal: int) -> bool:
+        """Whether this rank could run the collective over NCCL on GPU ``ordinal``."""
         library = self.library()
         return (library is not None and kind in ("allreduce", "broadcast", "allgather")
-                and library.supports(dtype, op if kind == "allreduce" else None))
+                and library.supports(dtype, op if kind == "allreduce" else None)
+                and self.identity(ordinal) != 0)
+
+    def identity(self, ordinal: int) -> int:
+        """The identity of GPU ``ordinal`` for the header (``nccl.gpu_identity``; 0 when
+        there is no NCCL or it cannot be told, and then NCCL is not used)."""
+        known = self._identities.get(ordinal)
+        if known is None:
+            known = 0
+            try:
+                if self.library() is not None:
+                    known = self.library().device_identity(ordinal)
+            except Exception as err:  # staged through the host instead
+                log.warning("dist_gpu_identity_unknown", ordinal=ordinal, error=repr(err))
+            self._identities[ordinal] = known
+        return known
 
     def run(self, job, table: np.ndarray, deadline: float) -> None:
         """Run ``job`` (GPU arrays) as the gathered headers ``table`` decided."""
@@ -131,6 +155,7 @@ class GpuRunner:
             _nccl_collective(comm, job, link, self.transport.rank)
             self._settle(link, deadline, comm.abort)
         else:
+            self._note_shared(table)
             self._staged(job, link, deadline)
 
     def park(self) -> None:
@@ -160,17 +185,29 @@ class GpuRunner:
 
     def _communicator(self, key: tuple, place, deadline: float):
         """The NCCL communicator of the GPUs ``key`` (made collectively on first use:
-        rank 0's unique id goes to every rank over the transport)."""
+        rank 0's unique id goes to every rank over the transport; the creation is bounded
+        by ``deadline``)."""
         comm = self._comms.get(key)
         if comm is None:
             library, transport = self.library(), self.transport
-            uid = library.unique_id() if transport.rank == 0 else np.zeros(128, np.int64)
-            uid = np.ascontiguousarray(uid, np.int64)
+            uid = (library.unique_id() if transport.rank == 0
+                   else np.zeros(UNIQUE_ID_BYTES, np.uint8))
+            uid = np.ascontiguousarray(uid, np.uint8)
             transport.broadcast(uid, 0, deadline)
-            comm = library.communicator(transport.size, uid, transport.rank, place.ordinal)
+            comm = create_within(lambda: library.communicator(
+                transport.size, uid, transport.rank, place.ordinal),
+                deadline, transport, self.timeout)
             self._comms[key] = comm
             log.info("dist_nccl_communicator", rank=transport.rank, gpus=key)
         return comm
+
+    def _note_shared(self, table: np.ndarray) -> None:
+        """Log, once per set of GPUs, that NCCL was possible but for a shared GPU."""
+        key = headers.gpu_key(table)
+        if (headers.shares_gpu(table) and np.all(table[:, headers.NCCL] == 1)
+                and key not in self._noted_shared):
+            self._noted_shared.add(key)
+            log.info("dist_nccl_shared_gpu_staged", rank=self.transport.rank, gpus=key)
 
     def _settle(self, link: Link, deadline: float, on_timeout=None) -> None:
         """Wait (bounded) for the work queued so far on the link's stream."""

@@ -6,7 +6,9 @@ on how to move the data (NCCL or MPI).
 Layout (``HEADER_LEN`` int64): magic, sequence number, kind, op, root, dtype, number of
 arrays, number of elements, checksum of the shapes, status, place (0 CPU, 1 GPU),
 whether NCCL can carry it, GPU ordinal, ndim and the first two dimensions of the first
-array (for messages).
+array (for messages), and the GPU's identity (its host and PCI bus, see
+``nccl.gpu_identity``; 0 when NCCL cannot carry it): NCCL refuses a communicator in which
+two ranks use the same GPU, so ranks that share one stage through the host instead.
 """
 from __future__ import annotations
 
@@ -16,14 +18,14 @@ import numpy as np
 
 from minerva.distributed.errors import CollectiveMismatchError, PeerInputError
 
-HEADER_LEN = 16
+HEADER_LEN = 17
 MAGIC = 0x6D696E6572766131  # "minerva1"
 KINDS = ("allreduce", "broadcast", "allgather", "barrier")
 OPS = ("sum", "mean", "max", "min")
 OK, FAILED = 0, 1
 CPU, GPU = 0, 1
 (_MAGIC, SEQ, KIND, OP, ROOT, DTYPE, N_ARRAYS, N_ELEMENTS, SHAPES, STATUS, PLACE, NCCL,
- ORDINAL, NDIM, DIM0, DIM1) = range(HEADER_LEN)
+ ORDINAL, NDIM, DIM0, DIM1, GPU_ID) = range(HEADER_LEN)
 AGREED = (KIND, OP, ROOT, DTYPE, N_ARRAYS, N_ELEMENTS, SHAPES)
 """Fields every rank's header must hold alike."""
 
@@ -52,7 +54,7 @@ def shapes_checksum(shapes) -> int:
 
 def encode(seq: int, kind: str, op: str | None, root: int, dtype, shapes: list,
            status: int = OK, place: int = CPU, nccl: bool = False,
-           ordinal: int = -1) -> np.ndarray:
+           ordinal: int = -1, gpu_id: int = 0) -> np.ndarray:
     """One rank's header for collective number ``seq``."""
     header = np.zeros(HEADER_LEN, np.int64)
     first = tuple(shapes[0]) if shapes else ()
@@ -63,6 +65,7 @@ def encode(seq: int, kind: str, op: str | None, root: int, dtype, shapes: list,
         len(shapes), sum(int(np.prod(s, dtype=np.int64)) for s in shapes),
         shapes_checksum(shapes), status, place, int(nccl), ordinal, len(first))
     header[DIM0], header[DIM1] = (list(first[:2]) + [-1, -1])[:2]
+    header[GPU_ID] = gpu_id
     return header
 
 
@@ -107,8 +110,16 @@ def check(table: np.ndarray, seq: int) -> None:
 
 
 def use_nccl(table: np.ndarray) -> bool:
-    """Whether every rank's data is on a GPU and NCCL can carry it everywhere."""
-    return bool(np.all(table[:, PLACE] == GPU) and np.all(table[:, NCCL] == 1))
+    """Whether every rank's data is on a GPU, NCCL can carry it everywhere, and every
+    rank named its GPU, each another (the same decision on every rank: all see the same
+    table)."""
+    return bool(np.all(table[:, PLACE] == GPU) and np.all(table[:, NCCL] == 1)
+                and np.all(table[:, GPU_ID] != 0) and not shares_gpu(table))
+
+
+def shares_gpu(table: np.ndarray) -> bool:
+    """Whether two ranks report the same GPU (which NCCL refuses in one communicator)."""
+    return len(np.unique(table[:, GPU_ID])) < len(table)
 
 
 def gpu_key(table: np.ndarray) -> tuple:

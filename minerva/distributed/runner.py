@@ -87,11 +87,13 @@ class Runner:
         dtype = arrays[0].dtype if arrays else np.dtype(np.uint8)
         place = collective.place
         gpu = place.is_gpu and collective.kind != "barrier"
-        nccl = gpu and self.gpu.nccl_ok(collective.kind, collective.op, dtype)
+        nccl = gpu and self.gpu.nccl_ok(collective.kind, collective.op, dtype,
+                                        place.ordinal)
         return headers.encode(collective.seq, collective.kind, collective.op,
                               collective.root, dtype, [a.shape for a in arrays],
                               place=headers.GPU if gpu else headers.CPU, nccl=nccl,
-                              ordinal=place.ordinal)
+                              ordinal=place.ordinal,
+                              gpu_id=self.gpu.identity(place.ordinal) if nccl else 0)
 
     def _break(self, err: CommunicationLost, collective) -> CommunicationLost:
         if self.broken is None:
