@@ -122,3 +122,21 @@ def test_backpressure_blocks_the_submitter_until_ops_drain():
     device.finish(device.held[0])
     scheduler.wait_for_all(timeout=5)
     scheduler.shutdown(timeout=5)
+
+
+@pytest.mark.parametrize("engine_name", ["dag", "naive"])
+def test_tiny_writes_run_at_once_without_an_op_node(engine_name):
+    import minerva as mv
+    from minerva.dag.nodes import new_node_id
+    mv.init(engine=engine_name)
+    x = mv.arange(4.0)
+    x.wait()
+    first = new_node_id()
+    x += 1
+    x[1:3] = 7.0
+    mv.exp(x, out=x)
+    assert new_node_id() == first + 4       # one new version each, no op node
+    assert mv.dag_stats()["n_pending"] == 0 and x.label.endswith("@3")
+    expected = np.arange(4.0) + 1
+    expected[1:3] = 7.0
+    np.testing.assert_array_equal(x.to_numpy(), np.exp(expected))

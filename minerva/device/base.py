@@ -53,8 +53,8 @@ class Device(abc.ABC):
     cancelled: BaseException | None = None
     """Set by ``cancel``: the error ops handed to this device from then on fail with."""
     inline_limit = 0
-    """Ops touching at most this many bytes may run on the thread that found them ready
-    (``run_here``) instead of this device's own thread; 0: never."""
+    """Ops touching at most this many bytes whose inputs are computed run at once on the
+    thread that issues them (``run_direct``: the engine's direct path); 0: never."""
     output_stream: Any = None
     """The stream key kernels write their outputs on (None: a CPU device's one queue)."""
     checks_fp_errors = False
@@ -137,18 +137,16 @@ class Device(abc.ABC):
         finished.wait()
         return outcome[0]
 
-    def run_direct(self, op_def, attrs, args, views, out) -> BaseException | None:
-        """Run a tiny op that has no op node (``Engine._run_direct``) on the calling
-        thread into data node ``out``; the exception it raised, or None. Its kernel is
-        called directly: a tiny op is far below any size a CPU device splits."""
+    def run_direct(self, op_def, attrs, args, views, out, out_view=None):
+        """Run a tiny op that has no op node (``scheduler.direct``) on the calling thread
+        into data node ``out`` — a fresh buffer, or the buffer of the version ``out``
+        overwrites (``out.base``) — through ``out_view``; the exception it raised, or
+        None. Its kernel is called directly: a tiny op is far below any size a CPU device
+        splits."""
         if self.cancelled is not None:
             return self.cancelled
         try:
-            spec = out.spec
-            block = self.store.alloc(spec.nbytes, self.output_stream)
-            block.label = out
-            out.block = block
-            target = out.array = self.store.array(block, spec.shape, spec.dtype)
+            target = self._direct_target(out, out_view)
             arrays = [data.array for data in args]
             if views is not None:
                 arrays = [a if v is None else self.view(a, v) for a, v in zip(arrays, views)]
@@ -161,16 +159,23 @@ class Device(abc.ABC):
             return detach_traceback(err)
         return None
 
+    def _direct_target(self, out, out_view):
+        """The array a direct op writes: ``out``'s fresh buffer or its base's, through
+        ``out_view``."""
+        base = out.base
+        if base is not None:
+            target = base.array
+        else:
+            spec = out.spec
+            block = self.store.alloc(spec.nbytes, self.output_stream)
+            block.label = out
+            out.block = block
+            target = out.array = self.store.array(block, spec.shape, spec.dtype)
+        return target if out_view is None else self.view(target, out_view)
+
     def run_tiny_kernel(self, op_def, arrays, out, attrs) -> None:
         """The kernel of a direct op (far below any size a CPU device splits)."""
         op_def.impl(self.xp, *arrays, out=out, **attrs)
-
-    def run_here(self, op) -> BaseException | None:
-        """Run a tiny ``op`` on the calling thread (not this device's own), shown in the
-        trace on the device's ``caller`` track; a cancelled device fails it instead."""
-        if self.cancelled is not None:
-            return self.cancelled
-        return self.run_inline(op, self.caller_track)
 
     def urge(self, delta: int) -> None:
         """A thread starts (+1) or stops (-1) waiting for this device's work: settle

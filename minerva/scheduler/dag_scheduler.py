@@ -41,19 +41,6 @@ def _priority(op) -> int:
     return op.priority
 
 
-def _is_tiny(op, limit: int) -> bool:
-    """Whether ``op`` touches at most ``limit`` bytes (inputs and outputs): cheaper to run
-    on the thread that found it ready than to hand to a device thread."""
-    if not limit:
-        return False
-    total = 0
-    for data in op.inputs:
-        total += data.spec.nbytes
-    for data in op.outputs:
-        total += data.spec.nbytes
-    return total <= limit
-
-
 class DagScheduler(Engine):
     """The threaded engine; see the module docstring for who handles which task."""
 
@@ -144,22 +131,14 @@ class DagScheduler(Engine):
                 followers = [f for g in followers for f in self._run(g) or ()]
 
     def _run(self, op) -> list | None:
-        """RUN one op: hand it to its device — or, inline dispatch, run a tiny one on this
-        thread at once; a poisoned op completes at once instead. The consumers that became
-        ready are returned (to be started in turn)."""
+        """RUN one op: hand it to its device; a poisoned op completes at once instead, and
+        the consumers that became ready are returned (to be started in turn)."""
         poison = state.start_run(op)
         if poison is None:
-            device = self.devices.table[op.device_id]
-            if not (self.inline and op.op_def.tiny_inline
-                    and _is_tiny(op, device.inline_limit)):
-                device.submit(op)
-                return None
-            exc = device.run_here(op)
-            ready = self._finish(op, None if exc is None else op_failure(op, exc),
-                                 exc is not None)
-        else:
-            self.hooks.op_poisoned(op, poison)
-            ready = self._finish(op, poison, origin=False)
+            self.devices.table[op.device_id].submit(op)
+            return None
+        self.hooks.op_poisoned(op, poison)
+        ready = self._finish(op, poison, origin=False)
         if self.hooks.active:
             for follower in ready:
                 self.hooks.op_ready(follower)

@@ -1,7 +1,7 @@
-"""What both engines share (split by responsibility over four files): here, issuing ops —
-registering them with their inputs, copies and overwritten versions, or running a tiny op
-at once without an op node — and completing them; releases and deletes in ``releases``;
-waiting in ``waiting``; shutdown, cancelling and the checks of old arrays in
+"""What both engines share (split by responsibility over five files): here, issuing ops —
+registering them with their inputs, copies and overwritten versions — and completing them;
+tiny ops run at once without an op node in ``direct``; releases and deletes in
+``releases``; waiting in ``waiting``; shutdown, cancelling and the checks of old arrays in
 ``lifecycle``. ``Engine`` is one class over those parts: one owner of the state, one lock.
 
 State owned by the engine, all guarded by ``_lock``: the PhysicalDag and every node's
@@ -29,12 +29,13 @@ from minerva.common.errors import OpError
 from minerva.common.fp_errors import capture as capture_errstate
 from minerva.dag.nodes import FAILED, LAUNCHED, Storage
 from minerva.scheduler import state
+from minerva.scheduler.direct import DirectPath, is_tiny
 from minerva.scheduler.lifecycle import Lifecycle
 from minerva.scheduler.releases import Releasing
 from minerva.scheduler.waiting import Waiting
 
 
-class Engine(Releasing, Waiting, Lifecycle):
+class Engine(DirectPath, Releasing, Waiting, Lifecycle):
     """Base of the DAG scheduler and the naive engine; subclasses decide *when* ops run
     (``_start``). ``copy_op`` is the op definition of a copy (the engine inserts copies of
     inputs that live on another device, and copies on write)."""
@@ -72,12 +73,14 @@ class Engine(Releasing, Waiting, Lifecycle):
         ``out_views``. Returns one storage per output: the written one, or a new one."""
         if writes is not None:
             self._refuse_foreign(writes)
-        if (writes is None and out_views is None and len(out_specs) == 1
-                and op_def.tiny_inline and not self.hooks.wants_nodes):
+        if len(out_specs) == 1 and op_def.tiny_inline and not self.hooks.wants_nodes:
             device = self.devices.table[device_id]
-            if device.inline_limit and _tiny(storages, out_specs[0], device.inline_limit):
+            out_view = None if out_views is None else out_views[0]
+            if device.inline_limit and is_tiny(storages, out_specs[0], out_view,
+                                               device.inline_limit):
                 result = self._run_direct(op_def, attrs, storages, out_specs[0], device,
-                                          created_at, views)
+                                          created_at, views,
+                                          None if writes is None else writes[0], out_view)
                 if result is not None:
                     return result
         with self._lock:
@@ -106,49 +109,6 @@ class Engine(Releasing, Waiting, Lifecycle):
         if ready:
             self._start(ready)
         return results
-
-    def _run_direct(self, op_def, attrs, storages, spec, device, created_at, views):
-        """Run a tiny op now on this thread without an op node (``state.begin_direct``);
-        its output storage, or None when it must take the normal path."""
-        with self._lock:
-            if self.closed or self.n_inflight >= self.max_pending:
-                return None
-            args = [storage.current for storage in storages]
-            for i, data in enumerate(args):
-                if data.device_id != device.device_id or storages[i].engine is not self:
-                    return None
-            out = state.begin_direct(self.dag, args, spec, device.device_id, created_at)
-            if out is None:
-                return None
-            self.n_inflight += 1
-            blocks = self._delete_locked(self._drain_releases_locked()) \
-                if self._releases else None
-        if blocks:
-            self._free_blocks(blocks)
-        hooks = self.hooks
-        if hooks.active:   # the trace: the op as a record, on the caller's track
-            record = state.DirectOp(op_def, args, out, created_at)
-            hooks.op_started(record, device.device_id, device.caller_track,
-                             record.t_created)
-        exc = device.run_direct(op_def, attrs, args, views, out)
-        if hooks.active:
-            hooks.op_finished(record, device.device_id, device.caller_track,
-                              time.perf_counter_ns(), exc)
-        error = None if exc is None else OpError.from_failure(
-            exc, op=op_def.name, node_id=out.node_id, device=device.device_id,
-            created_at=format_callsite(created_at))
-        with self._lock:
-            ready, dead = state.end_direct(self.dag, args, out, error)
-            if error is not None:
-                self._failures.append(error)
-            result = Storage(out, self)
-            self._settle_inflight_locked()
-            blocks = self._delete_locked(dead) if dead else None
-        if blocks:
-            self._free_blocks(blocks)
-        if ready:
-            self._start(ready)
-        return [result]
 
     def _foreign_locked(self, storage, device_id: int, created_at, ready: list, dead: list):
         """The version of ``storage`` an op on ``device_id`` reads: its copy there when it
@@ -268,15 +228,6 @@ class Engine(Releasing, Waiting, Lifecycle):
         self.n_inflight -= 1
         if self._n_sleepers and self.n_inflight in (0, self._low_water):
             self._changed.notify_all()
-
-
-def _tiny(storages, spec, limit: int) -> bool:
-    """Whether an op reading ``storages`` and making ``spec`` touches at most ``limit``
-    bytes."""
-    total = spec.nbytes
-    for storage in storages:
-        total += storage.current.spec.nbytes
-    return total <= limit
 
 
 def op_failure(op, exc: BaseException) -> OpError:

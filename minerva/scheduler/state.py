@@ -93,17 +93,25 @@ class DirectOp:
         self.t_created = self.t_started = time.perf_counter_ns()
 
 
-def begin_direct(dag: PhysicalDag, args: list, spec, device_id: int,
-                 created_at) -> DataNode | None:
+def begin_direct(dag: PhysicalDag, args: list, spec, device_id: int, created_at,
+                 base: DataNode | None = None) -> DataNode | None:
     """An op about to run at once on the calling thread, without an op node: when every
     input is computed and has no pending writer, count the reads and insert the output
-    (pending, no producer); else None (the op takes the normal path)."""
+    (pending, no producer); else None (the op takes the normal path). With ``base`` (the
+    version a write overwrites) the output is its next version and takes its storage's
+    hold — only when ``base`` is computed, read by nothing pending and held by that one
+    storage alone (no write after read to wait for, no copy on write to make)."""
     for data in args:
         if data.state != COMPLETED or data.writer is not None:
             return None
+    if base is not None:
+        if base.state != COMPLETED or base.rc or base.writer is not None \
+                or base.extern_rc != 1:
+            return None
+        base.extern_rc = 0
     for data in args:
         data.rc += 1
-    out = DataNode(spec, device_id, None, created_at)
+    out = DataNode(spec, device_id, None, created_at, base)
     dag.data[out.node_id] = out
     return out
 
@@ -111,6 +119,9 @@ def begin_direct(dag: PhysicalDag, args: list, spec, device_id: int,
 def end_direct(dag: PhysicalDag, args: list, out: DataNode, error) -> tuple[list, list]:
     """The direct op of ``begin_direct`` ran (failed when ``error`` is set): settle its
     output and drop the reads. Returns ``(ready_ops, dead_data)`` as ``complete_op``."""
+    base = out.base
+    if base is not None:
+        _take_over(out)
     out.state = COMPLETED if error is None else FAILED
     out.error = error
     dag.n_completed_total += 1
@@ -118,11 +129,14 @@ def end_direct(dag: PhysicalDag, args: list, out: DataNode, error) -> tuple[list
         dag.n_failed_total += 1
     ready: list[OpNode] = []
     dead: list[DataNode] = []
-    if out.waiter is not None:
-        out.waiter.set()
+    if out.waiting_ops is not None or out.waiter is not None:
+        _wake(out, ready)   # ops and waiters that met a written storage's new version
     if out.extern_rc == 0:
         out.dead = True
         dead.append(out)
+    if base is not None and base.rc == 0 and base not in args:
+        base.dead = True   # overwritten and read by nothing: its buffer is out's now
+        dead.append(base)
     for data in args:
         data.rc -= 1
         if data.writer is not None and data.rc == data.writer_refs:

@@ -1,0 +1,103 @@
+"""The direct path, a part of the engine: a tiny op whose inputs are computed runs at once
+on the calling thread, without an op node (``Engine`` inherits it).
+
+It is the one path for tiny ops (``is_tiny``: inputs and output of at most the device's
+``inline_limit`` bytes, on a device that has one). Everything else — an input still
+pending or on another device, a value with pending readers to wait for, a copy to make
+first — takes the DAG path, where the device's own thread runs the op. A direct op reads
+the current versions of its inputs and makes a new version: of a fresh storage, or of the
+storage it writes (``x += 1``, ``x[i] = v``, ``out=``) when that storage's value is
+computed, read by nothing pending and held by no other storage (``state.begin_direct``).
+The result, the errors and the trace records are those of the DAG path.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+from minerva.common.callsite import format_callsite
+from minerva.common.errors import OpError
+from minerva.dag.nodes import Storage
+from minerva.scheduler import state
+
+
+def is_tiny(storages, spec, out_view, limit: int) -> bool:
+    """Whether an op reading ``storages`` and writing ``spec`` (through ``out_view``, when
+    it writes part of a buffer) touches at most ``limit`` bytes."""
+    if out_view is None:
+        total = spec.nbytes
+    else:
+        total = math.prod(out_view[0]) * spec.dtype.itemsize
+    for storage in storages:
+        total += storage.current.spec.nbytes
+    return total <= limit
+
+
+class DirectPath:
+    """Tiny ops run at once on the calling thread (mixed into ``Engine``, whose lock
+    guards the nodes it counts)."""
+
+    def _run_direct(self, op_def, attrs, storages, spec, device, created_at, views,
+                    written=None, out_view=None):
+        """Run a tiny op now on this thread; its output storage (``written`` itself when
+        it writes one), or None when it must take the DAG path."""
+        begun = self._begin_direct(storages, spec, device, created_at, written)
+        if begun is None:
+            return None
+        args, out = begun
+        hooks = self.hooks
+        if hooks.active:   # the trace: the op as a record, on the caller's track
+            record = state.DirectOp(op_def, args, out, created_at)
+            hooks.op_started(record, device.device_id, device.caller_track,
+                             record.t_created)
+        exc = device.run_direct(op_def, attrs, args, views, out, out_view)
+        if hooks.active:
+            hooks.op_finished(record, device.device_id, device.caller_track,
+                              time.perf_counter_ns(), exc)
+        error = None if exc is None else OpError.from_failure(
+            exc, op=op_def.name, node_id=out.node_id, device=device.device_id,
+            created_at=format_callsite(created_at))
+        return [self._end_direct(args, out, error, written)]
+
+    def _begin_direct(self, storages, spec, device, created_at, written):
+        """Under the lock: the input versions and the new output version, or None (the
+        runtime is closed or full, an input lives elsewhere or is not ready)."""
+        with self._lock:
+            if self.closed or self.n_inflight >= self.max_pending:
+                return None
+            args = [storage.current for storage in storages]
+            for i, data in enumerate(args):
+                if data.device_id != device.device_id or storages[i].engine is not self:
+                    return None
+            base = None
+            if written is not None:
+                base = written.current
+                if written.engine is not self or base.device_id != device.device_id:
+                    return None
+            out = state.begin_direct(self.dag, args, spec, device.device_id, created_at,
+                                     base)
+            if out is None:
+                return None
+            if written is not None:
+                written.current = out
+            self.n_inflight += 1
+            blocks = self._delete_locked(self._drain_releases_locked()) \
+                if self._releases else None
+        if blocks:
+            self._free_blocks(blocks)
+        return args, out
+
+    def _end_direct(self, args, out, error, written) -> Storage:
+        """Under the lock: settle the direct op's output; its storage."""
+        with self._lock:
+            ready, dead = state.end_direct(self.dag, args, out, error)
+            if error is not None:
+                self._failures.append(error)
+            result = Storage(out, self) if written is None else written
+            self._settle_inflight_locked()
+            blocks = self._delete_locked(dead) if dead else None
+        if blocks:
+            self._free_blocks(blocks)
+        if ready:
+            self._start(ready)
+        return result
