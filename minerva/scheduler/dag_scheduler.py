@@ -11,7 +11,12 @@ handles user code dropped. Who handles a task depends on the dispatch mode:
   devices). A chain of dependent ops then flows through one device thread without a single
   thread switch. Dead values found under the lock are freed as soon as it is released.
 - ``queued``: every RUN, COMPLETE and DELETE goes through the PriorityDispatcherQueue and
-  is handled by the dispatcher threads, in order of kind, priority and arrival.
+  is handled by the dispatcher threads, in order of kind, priority and arrival — except the
+  completion of an op a device reported launched, which the reporting thread applies in the
+  order the device reports (producers before the consumers launched on them).
+
+Tiny ops with computed inputs never reach this class's tasks: they run at once on the
+issuing thread without an op node (``scheduler.direct``), in both modes.
 
 Devices that order their own work (``Device.launches_ahead``: GPUs) also report an op
 *launched* (``LAUNCHED_REPORT`` in place of the error): its consumers on that device
