@@ -20,7 +20,7 @@ import numpy as np
 from minerva.common.callsite import user_callsite
 from minerva.common.errors import DTypeError, ShapeError
 from minerva.narray import NArray
-from minerva.ops import registry, view_ops
+from minerva.ops import registry, views
 from minerva.ops.dtypes import SUPPORTED_KINDS, supported_dtype
 from minerva.ops.registry import ArraySpec
 from minerva.ops.views import laid_out, memory_order
@@ -101,7 +101,7 @@ def note_write(x: NArray, index, value) -> None:
     scalar), on ``x`` itself: the write went through a view of it."""
     if SEAM.hooks:
         inputs = (x, value) if isinstance(value, NArray) else (x,)
-        SEAM.notify(view_ops.WRITE_REGION, {"index": index}, inputs, x, x)
+        SEAM.notify(views.WRITE_REGION, {"index": index}, inputs, x, x)
 
 
 def note_view(view_def, attrs: dict, x: NArray, result: NArray) -> NArray:

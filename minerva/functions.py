@@ -14,12 +14,12 @@ import numpy as np
 from minerva.builder import SEAM, build, note_view, to_narray, upload
 from minerva.common.errors import ShapeError
 from minerva.narray import NArray
-from minerva.ops import registry, view_ops, views
+from minerva.ops import registry, views
 from minerva.ops.elementwise import ARRAY
 from minerva.ops.dtypes import is_scalar, supported_dtype
-from minerva.ops.reduction import normalize_axis
+from minerva.ops.reductions import normalize_axis
 from minerva.ops.registry import ArraySpec
-from minerva.ops.shape import resolve_shape
+from minerva.ops.manipulation import resolve_shape
 
 _OPS = registry.get
 
@@ -39,7 +39,7 @@ def view_of(x: NArray, view: tuple, view_def=None, attrs=None,
     result._owndata = False
     if SEAM.hooks:
         if view_def is None:
-            view_def, attrs = view_ops.STRIDED, {"x_view": explicit_view(x), "view": view}
+            view_def, attrs = views.STRIDED, {"x_view": explicit_view(x), "view": view}
         note_view(view_def, attrs, x, result)
     return result
 
@@ -59,7 +59,7 @@ def reshape(a, shape, order="C", *, copy=None) -> NArray:
     shape = resolve_shape("reshape", x._spec, shape)
     view = None if copy else views.reshape(explicit_view(x), x.dtype, shape)
     if view is not None:
-        return view_of(x, view, view_ops.RESHAPE, {"shape": shape})
+        return view_of(x, view, views.RESHAPE, {"shape": shape})
     if copy is False:
         raise ValueError("reshape: cannot reshape this array without copying (copy=False)")
     return build(_OPS("reshape"), [x], {"shape": shape})
@@ -78,7 +78,7 @@ def transpose(a, axes=None) -> NArray:
 
 
 def _permuted(x: NArray, axes: tuple) -> NArray:
-    return view_of(x, views.permute(explicit_view(x), axes), view_ops.TRANSPOSE,
+    return view_of(x, views.permute(explicit_view(x), axes), views.TRANSPOSE,
                    {"axes": axes})
 
 
@@ -170,7 +170,7 @@ def broadcast_to(a, shape) -> NArray:
     except ValueError:
         raise ShapeError(f"broadcast_to: cannot broadcast an array of shape {x.shape} to "
                          f"{shape}") from None
-    return view_of(x, views.broadcast(explicit_view(x), shape), view_ops.BROADCAST,
+    return view_of(x, views.broadcast(explicit_view(x), shape), views.BROADCAST,
                    {"shape": shape}, readonly=True)
 
 

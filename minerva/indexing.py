@@ -17,9 +17,10 @@ from minerva.builder import COPY, build, note_write, same_buffer, to_narray, upl
 from minerva.common.errors import ShapeError, ShapeIndexError
 from minerva.functions import explicit_view, view_of
 from minerva.narray import NArray
-from minerva.ops import registry, view_ops, views
+from minerva.ops import registry, views
 from minerva.ops.elementwise import ARRAY
-from minerva.ops.indexing import PUT, SCATTER_ADD, TAKE, check_index_array, fits
+from minerva.ops.elementwise import fits
+from minerva.ops.indexing import PUT, SCATTER_ADD, TAKE, check_index_array
 
 FILL = registry.get("fill")
 ASSIGN = registry.get("assign")
@@ -30,7 +31,7 @@ def getitem(x: NArray, key):
     items = key if type(key) is tuple else (key,)
     if views.is_basic(items):
         view = views.index(explicit_view(x), items)
-        result = view_of(x, view, view_ops.INDEX, {"index": items, "shape": view[0]})
+        result = view_of(x, view, views.INDEX, {"index": items, "shape": view[0]})
         if views.is_scalar_index(items, x.ndim):
             return build(COPY, [result])
         return result

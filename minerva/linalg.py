@@ -27,7 +27,7 @@ from minerva.functions import sum as _sum
 from minerva.missing import missing_attribute
 from minerva.narray import NArray
 from minerva.ops import registry
-from minerva.ops.linalg_common import LinAlgShapeError
+from minerva.ops.linalg.shared import LinAlgShapeError
 
 LinAlgError = np.linalg.LinAlgError
 _OPS = registry.get

@@ -23,7 +23,7 @@ from minerva.narray import NArray
 from minerva.ops import registry
 from minerva.ops.dtypes import is_scalar
 from minerva.ops.elementwise import ARRAY
-from minerva.ops.reduction import normalize_axis
+from minerva.ops.reductions import normalize_axis
 from minerva.ops.sorting import kth_tuple
 
 _OPS = registry.get

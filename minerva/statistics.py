@@ -23,7 +23,7 @@ from minerva.narray import NArray
 from minerva.ops import registry
 from minerva.ops.dtypes import supported_dtype
 from minerva.ops.elementwise import ARRAY
-from minerva.ops.reduction import normalize_axis
+from minerva.ops.reductions import normalize_axis
 from minerva.sorting import *  # noqa: F401,F403  (exported from here too)
 
 _OPS = registry.get

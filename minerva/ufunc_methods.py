@@ -17,7 +17,7 @@ from minerva.builder import build, to_narray
 from minerva.common.errors import MinervaError
 from minerva.ops import registry
 from minerva.ops.dtypes import supported_dtype
-from minerva.ops.reduction import normalize_axis
+from minerva.ops.reductions import normalize_axis
 
 METHODS = ("reduce", "accumulate", "reduceat", "outer", "at")
 """NumPy's ufunc methods."""

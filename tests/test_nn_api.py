@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import minerva as mv
-from minerva.ops import nn_conv
+from minerva.ops.nn import conv as nn_conv
 from nn_fixtures import numeric_grad
 from test_nn_ops import (ref_conv2d, ref_cross_entropy, ref_lrn, ref_pool,
                          ref_softmax)

@@ -1,4 +1,4 @@
-"""The CPU convolution kernels (``minerva.ops.nn_conv_cpu``: padded-width im2col, one GEMM
+"""The CPU convolution kernels (``minerva.ops.nn.conv_cpu``: padded-width im2col, one GEMM
 per block of images) against the nested-loop reference and against the generic kernels
 (the ones CuPy runs), on the shapes where they differ: odd and non-square sizes, every pad
 up to the kernel, 1x1 to 5x5 kernels, batch 1, blocks with a shorter last block, mixed
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minerva.ops import nn_conv, nn_conv_cpu
+from minerva.ops.nn import conv as nn_conv, conv_cpu as nn_conv_cpu
 from nn_fixtures import run_op
 from test_nn_ops import ref_conv2d
 

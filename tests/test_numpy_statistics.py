@@ -366,7 +366,7 @@ def _refuses(*args, **kwargs):
 
 
 def test_kernels_fall_back_to_numpy_on_other_array_modules():
-    from minerva.ops.statistics import call
+    from minerva.ops.kernels import call
     module = types.SimpleNamespace(asarray=lambda r: np.asarray(r).view(_DeviceArray),
                                    std=_refuses)
     host = np.arange(12.0).reshape(3, 4)

@@ -17,7 +17,7 @@ from minerva.functions import swapaxes
 from minerva.narray import NArray
 from minerva.ops import registry
 from minerva.ops.dtypes import supported_dtype
-from minerva.ops.einsum import explicit_subscripts
+from minerva.ops.linalg.einsum import explicit_subscripts
 
 _OPS = registry.get
 

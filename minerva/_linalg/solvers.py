@@ -20,7 +20,7 @@ from minerva.builder import build, to_narray, upload
 from minerva.functions import ravel, reshape, transpose
 from minerva.narray import NArray
 from minerva.ops import registry
-from minerva.ops.linalg_common import LinAlgShapeError
+from minerva.ops.linalg.shared import LinAlgShapeError
 
 _OPS = registry.get
 _NO_VALUE = object()

@@ -14,7 +14,7 @@ from minerva.common.errors import DTypeError, ShapeError, ShapeIndexError
 from minerva.narray import NArray
 from minerva._manipulation.common import axis_index, take_axis
 from minerva._manipulation.views import atleast_1d, atleast_2d, atleast_3d
-from minerva.ops.indexing import fits
+from minerva.ops.elementwise import fits
 
 _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 

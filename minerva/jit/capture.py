@@ -23,7 +23,7 @@ from minerva.builder import SEAM
 from minerva.common.callsite import format_callsite, user_callsite
 from minerva.common.errors import JitError
 from minerva.dag.nodes import new_node_id
-from minerva.ops.view_ops import PSEUDO_OPS
+from minerva.ops.views import PSEUDO_OPS
 from minerva.seeding import DRAWS
 
 ARG, CAPTURE, TMP = "arg", "capture", "tmp"

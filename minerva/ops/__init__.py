@@ -1,34 +1,39 @@
-"""Ops: a registry of pure functions over an array module ``xp`` plus their shape rules.
+"""Ops: a registry of pure functions over an array module ``xp`` plus their shape rules,
+one file per chapter of NumPy's routines (the chapter names of ``minerva.api``), each with
+its gradient rules in ``<chapter>_grad.py`` beside it.
 
-Importing this package registers every op family.
+Importing this package registers every op and every rule. Each ``<chapter>_grad.py``
+imports the ``<chapter>.py`` whose ops it gives rules to, so the list below may come in
+any order; the last step marks the ops that may run inline when tiny, and those that call
+BLAS.
 """
-from minerva.ops import (  # noqa: F401  (registration side effects)
+from minerva.ops import (  # noqa: F401  (registration: every op, then its rules)
     copy,
+    copy_grad,
     creation,
+    creation_grad,
     elementwise,
+    elementwise_grad,
     indexing,
+    indexing_grad,
     jit_op,
     linalg,
-    linalg_extra,
+    logic,
+    logic_grad,
     manipulation,
-    nn_activation,
-    nn_conv,
-    nn_pool,
-    nn_softmax,
-    reduction,
+    manipulation_grad,
+    nn,
+    reductions,
+    reductions_grad,
     registry,
-    shape,
+    sets,
+    sets_grad,
     sorting,
+    sorting_grad,
     statistics,
-    view_ops,
+    statistics_grad,
     views,
-)
-
-from minerva.ops import (  # noqa: F401,E402  (gradient rules, beside the ops they serve)
-    elementwise_grad,
-    linalg_grad,
-    nn_grad,
-    shape_grad,
+    views_grad,
 )
 
 registry.allow_inline(registry.names())

@@ -1,4 +1,5 @@
-"""Ops without array inputs: constant fills, host data, ranges and seeded random draws.
+"""Ops of NumPy's array-creation functions: constant fills, host data, ranges, seeded random
+draws, the matrices ``eye`` and ``tri``, and the triangles of ``tril``/``triu``.
 
 Random ops draw on the host with ``numpy.random.default_rng(seed)`` and copy the result
 to the device, so a seed gives the same values on every engine and every device.
@@ -74,8 +75,35 @@ def _random_impl(xp, *, out, kind, shape, dtype, params, seed):
     out[...] = xp.asarray(draw(kind, shape, dtype, params, seed))
 
 
+# ---- matrices -------------------------------------------------------------------------
+
+def _eye_infer(*, n, m, k, dtype):
+    return (ArraySpec((n, m), dtype),)
+
+def _eye_impl(xp, *, out, n, m, k, dtype):
+    out[...] = xp.eye(n, m, k, dtype=dtype)
+
+def _tri_impl(xp, *, out, n, m, k, dtype):
+    out[...] = xp.tri(n, m, k, dtype=dtype)
+
+def _triangle_infer(x, *, k, lower):
+    rows, cols = x.shape[-2:] if len(x.shape) >= 2 else (x.shape[-1],) * 2
+    shape = np.broadcast_shapes(x.shape, (rows, cols))
+    return (ArraySpec(tuple(shape), x.dtype),)
+
+def _triangle_impl(xp, x, *, out, k, lower):
+    rows, cols = out.shape[-2:]
+    mask = xp.tri(rows, cols, k if lower else k - 1, dtype=bool)
+    if not lower:
+        mask = ~mask
+    out[...] = xp.where(mask, x, xp.zeros(1, x.dtype))
+
+
 register("fill", _fill_infer, _fill_impl)
 register("empty", _empty_infer, _empty_impl)
 register("from_host", _from_host_infer, _from_host_impl)
 register("arange", _arange_infer, _arange_impl)
 register("random", _random_infer, _random_impl)
+register("eye", _eye_infer, _eye_impl)
+register("tri", _eye_infer, _tri_impl)
+register("triangle", _triangle_infer, _triangle_impl)

@@ -1,5 +1,9 @@
-"""Result dtypes by NumPy's own rules, found once per combination and cached."""
+"""Result dtypes by NumPy's own rules, found once per combination and cached, and the dtypes
+minerva arrays hold."""
 from __future__ import annotations
+
+import functools
+import warnings
 
 import numpy as np
 
@@ -42,6 +46,16 @@ def result_dtype(name: str, function, *operands) -> np.dtype:
         dtype = _probe_dtype(name, function, operands)
         _CACHE[key] = dtype
     return dtype
+
+
+def numpy_dtype(name: str, function, *operands, **kwargs) -> np.dtype:
+    """The dtype NumPy gives ``function(*operands, **kwargs)`` (operands: specs or
+    scalars), cached per dtypes and keyword values; DTypeError/ShapeError where NumPy
+    refuses them."""
+    key = name + repr(sorted(kwargs.items()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return result_dtype(key, functools.partial(function, **kwargs), *operands)
 
 
 def supported_dtype(dtype) -> np.dtype:

@@ -1,13 +1,17 @@
 """Elementwise ops: NumPy ufuncs over two arrays, an array and a scalar, or one array;
-plus ``where``, ``clip``, ``sigmoid`` and ``relu``. Broadcasting and result dtypes follow
-NumPy (NEP 50: a Python scalar takes the array's dtype)."""
+plus ``where``, ``clip``, ``sigmoid``, ``relu``, ``divmod``, ``astype``, ``round``,
+``angle``, real and imaginary parts and ``nan_to_num``. Broadcasting and result dtypes
+follow NumPy (NEP 50: a Python scalar takes the array's dtype)."""
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
 from minerva.ops import dtypes
+from minerva.ops.dtypes import numpy_dtype
+from minerva.ops.kernels import call
 from minerva.ops.registry import ArraySpec, register, shape_error
 
 BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "fmod",
@@ -236,3 +240,68 @@ _register_all()
 register("divmod", _divmod_infer, _divmod_impl, n_outputs=2, elementwise=True)
 register("divmod_scalar", _divmod_scalar_infer, _divmod_scalar_impl, n_outputs=2,
          elementwise=True)
+
+
+# ---- casts, rounding, complex parts, nan_to_num ----------------------------------------
+
+def _astype_infer(x, *, dtype):
+    return (ArraySpec(x.shape, dtypes.supported_dtype(dtype)),)
+
+def _astype_impl(xp, x, *, out, dtype):
+    xp.copyto(out, x, casting="unsafe")
+
+def fits(value_shape: tuple, target: tuple) -> bool:
+    """Whether a value of ``value_shape`` can be assigned to elements of shape ``target``
+    (NumPy broadcasts it, dropping extra leading size-1 axes)."""
+    while len(value_shape) > len(target) and value_shape[0] == 1:
+        value_shape = value_shape[1:]
+    try:
+        return np.broadcast_shapes(value_shape, target) == target
+    except ValueError:
+        return False
+
+def _numpy_unary_infer(name, function, dtype_attrs=()):
+    """The shape rule of an element-wise NumPy function of one array (its dtype NumPy's)."""
+    def infer(x, **attrs):
+        dtypes.check_supported(name, x)
+        probe = {key: attrs[key] for key in dtype_attrs}
+        return (ArraySpec(x.shape, numpy_dtype(name, function, x, **probe)),)
+    return infer
+
+def _round_impl(xp, x, *, out, decimals):
+    out[...] = call(xp, "round", x, decimals)
+
+def _angle_impl(xp, x, *, out, deg):
+    out[...] = call(xp, "angle", x, deg=deg)
+
+def _part_impl(xp, x, *, out, part):
+    out[...] = getattr(x, part)
+
+def _real_part(x, part):
+    return getattr(x, part)
+
+def _nan_to_num_impl(xp, x, *, out, nan, posinf, neginf):
+    out[...] = call(xp, "nan_to_num", x, copy=True, nan=nan, posinf=posinf,
+                    neginf=neginf)
+
+def _set_part_infer(value, *, part, shape, dtype):
+    if not fits(value.shape, shape):
+        raise shape_error(f"set {part}", f"could not broadcast input array from shape "
+                          f"{value.shape} into shape {shape}")
+    return (ArraySpec(shape, dtype),)
+
+def _set_part_impl(xp, value, *, out, part, shape, dtype):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NumPy's ComplexWarning: the imaginary part goes
+        getattr(out, part)[...] = value
+
+
+register("astype", _astype_infer, _astype_impl, elementwise=True)
+register("round", _numpy_unary_infer("round", np.round, ("decimals",)), _round_impl,
+         elementwise=True)
+register("angle", _numpy_unary_infer("angle", np.angle), _angle_impl, elementwise=True)
+register("real_part", _numpy_unary_infer("real_part", _real_part, ("part",)), _part_impl,
+         elementwise=True)
+register("nan_to_num", _numpy_unary_infer("nan_to_num", np.nan_to_num), _nan_to_num_impl,
+         elementwise=True)
+register("set_part", _set_part_infer, _set_part_impl, elementwise=True)

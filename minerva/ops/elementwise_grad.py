@@ -3,8 +3,10 @@ namespace ``ns``. Broadcast inputs get their gradient summed back to their shape
 
 ``maximum``/``minimum`` (and ``fmax``/``fmin``, ``clip``): on a tie the gradient goes to
 the first argument. Comparisons, bitwise and logical ops, and ops whose result is
-piecewise constant (``sign``, ``floor``, ``ceil``, ``trunc``, ``rint``, ``floor_divide``)
-have no gradient: asking one through them is an error.
+piecewise constant (``sign``, ``floor``, ``ceil``, ``trunc``, ``rint``, ``floor_divide``,
+``round``, ``angle``) have no gradient: asking one through them is an error. ``nan_to_num``
+is the identity where its input is finite; the real and imaginary parts take the part of
+the gradient back.
 """
 from __future__ import annotations
 
@@ -300,12 +302,18 @@ def _astype(ns, ctx, g):
     return [ns.astype(g[0], ctx.in_specs[0].dtype)]
 
 
-def _identity(ns, ctx, g):
-    return [g[0]]
+def _nan_to_num(ns, ctx, g):
+    """The identity where the input is finite; the replaced NaNs and infinities are
+    constants."""
+    return [ns.where(ns.isfinite(ctx.inputs[0]), g[0], 0)]
 
-
-def _assign(ns, ctx, g):
-    return [unbroadcast(ns, ns.astype(g[0], ctx.in_specs[0].dtype), ctx.in_specs[0].shape)]
+def _real_part(ns, ctx, g):
+    spec = ctx.in_specs[0]
+    if ctx.attrs["part"] == "real":
+        return [ns.astype(g[0], spec.dtype)]
+    if spec.dtype.kind == "c":
+        return [ns.astype(g[0], spec.dtype) * 1j]
+    return [ns.zeros(spec.shape, dtype=spec.dtype)]
 
 
 def _register_all() -> None:
@@ -318,14 +326,14 @@ def _register_all() -> None:
     defvjp("where", _where, (0,))
     defvjp("clip", _clip, (0, 1, 2))
     defvjp("astype", _astype)
-    defvjp("copy", _identity)
-    defvjp("assign", _assign)
+    defvjp("nan_to_num", _nan_to_num, (0,))
+    defvjp("real_part", _real_part)
     nondifferentiable(
         "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
         "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
         "logical_and", "logical_or", "logical_xor", "logical_not", "invert", "isnan",
         "isinf", "isfinite", "signbit", "sign", "floor", "ceil", "trunc", "rint",
-        "floor_divide", "nextafter", "heaviside", "gcd", "lcm", "ldexp")
+        "floor_divide", "nextafter", "heaviside", "gcd", "lcm", "ldexp", "round", "angle")
     nondifferentiable(*(n + "_scalar" for n in (
         "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
         "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",

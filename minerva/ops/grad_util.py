@@ -16,11 +16,6 @@ def unbroadcast(ns, g, shape: tuple):
     return ns.reshape(g, shape)
 
 
-def zeros_of(ns, spec):
-    """Zeros of an input's spec (on the current device)."""
-    return ns.zeros(spec.shape, dtype=spec.dtype)
-
-
 def restore_axes(ns, g, in_shape: tuple, axis, keepdims: bool):
     """A reduction's output gradient ``g`` reshaped to broadcast against its input."""
     if keepdims or axis is None and g.ndim == 0:
@@ -45,3 +40,8 @@ def reduced_count(ctx) -> int:
     for a in (range(len(shape)) if axis is None else axis):
         count *= shape[a]
     return count
+
+
+def matrix_adjoint(ns, a):
+    """The conjugate transpose of each matrix of a stack ``a`` (its last two axes)."""
+    return ns.conj(ns.swapaxes(a, -1, -2))

@@ -1,5 +1,7 @@
-"""Advanced indexing: gathering (``x[idx]``) and scattering (``x[idx] = v``) with integer
-index arrays mixed with ints, slices, None and Ellipsis, by NumPy's rules.
+"""Ops of NumPy's indexing routines. Advanced indexing: gathering (``x[idx]``) and
+scattering (``x[idx] = v``) with integer index arrays mixed with ints, slices, None and
+Ellipsis, by NumPy's rules; taking and putting along an axis (``take_along_axis``,
+``put_along_axis``), flat ``put``, ``indices``, and a basic index as a copy (``getitem``).
 
 An index is a ``layout``: a tuple of ints, slices, None, Ellipsis and ``ARRAY`` where the
 next index array (an op input) goes. Boolean masks arrive as the integer arrays of their
@@ -7,11 +9,13 @@ next index array (an op input) goes. Boolean masks arrive as the integer arrays 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from minerva.common.errors import ShapeIndexError
-from minerva.ops.elementwise import ARRAY, mixed_args
-from minerva.ops.registry import ArraySpec, register
+from minerva.ops.elementwise import ARRAY, fits, mixed_args
+from minerva.ops.registry import ArraySpec, register, shape_error
 
 
 def advanced_shape(shape: tuple, items: tuple) -> tuple:
@@ -116,17 +120,6 @@ def _put_infer(*specs, layout, value, shape, dtype):
     return (ArraySpec(shape, dtype),)
 
 
-def fits(value_shape: tuple, target: tuple) -> bool:
-    """Whether a value of ``value_shape`` can be assigned to elements of shape ``target``
-    (NumPy broadcasts it, dropping extra leading size-1 axes)."""
-    while len(value_shape) > len(target) and value_shape[0] == 1:
-        value_shape = value_shape[1:]
-    try:
-        return np.broadcast_shapes(value_shape, target) == target
-    except ValueError:
-        return False
-
-
 def _check_fits(value_shape: tuple, target: tuple) -> None:
     if not fits(value_shape, target):
         raise ShapeIndexError(f"shape mismatch: value array of shape {value_shape} could "
@@ -148,7 +141,117 @@ def _scatter_add_impl(xp, values, *indices, out, layout, shape, dtype):
     xp.add.at(out, tuple(mixed_args(layout, indices)), values)
 
 
+# ---- along an axis, flat positions ----------------------------------------------------
+
+def along_shape(name: str, shape: tuple, indices: ArraySpec, axis) -> tuple:
+    """Shape of ``take_along_axis`` of an array of ``shape`` (flattened when ``axis`` is
+    None) by ``indices``: each other axis broadcast with the indices' axis."""
+    if indices.dtype.kind not in "iu":
+        raise ShapeIndexError(f"{name}: `indices` must be an integer array")
+    if axis is None:
+        if len(indices.shape) != 1:
+            raise shape_error(name, "when axis=None, `indices` must have a single "
+                              "dimension.", indices)
+        return indices.shape
+    if len(indices.shape) != len(shape):
+        raise shape_error(name, "`indices` and `arr` must have the same number of "
+                          "dimensions", indices)
+    result = []
+    for d, (n, m) in enumerate(zip(shape, indices.shape)):
+        if d != axis and n != m and 1 not in (n, m):
+            raise ShapeIndexError(f"{name}: shape mismatch: indexing arrays could not be "
+                                  f"broadcast together with shapes {shape} {indices.shape}")
+        result.append(m if d == axis or n == 1 else n)
+    return tuple(result)
+
+def along_index(xp, shape: tuple, indices, axis) -> tuple:
+    """The fancy index that picks ``indices`` along ``axis`` of an array of ``shape``
+    (NumPy's ``_make_along_axis_idx``)."""
+    index = []
+    for d, n in enumerate(shape):
+        if d == axis:
+            index.append(indices)
+        else:
+            fancy = [1] * len(shape)
+            fancy[d] = n
+            index.append(xp.arange(n).reshape(fancy))
+    return tuple(index)
+
+def flat_index(xp, shape: tuple, indices):
+    """Flat ``indices`` (negative ones count from the end) as a multi-index of ``shape``."""
+    indices = xp.where(indices < 0, indices + math.prod(shape), indices)
+    return xp.unravel_index(indices, shape)
+
+def _take_along_infer(x, indices, *, axis):
+    shape = along_shape("take_along_axis", x.shape, indices, axis)
+    return (ArraySpec(shape, x.dtype),)
+
+def _take_along_impl(xp, x, indices, *, out, axis):
+    if axis is None:
+        out[...] = x.reshape(-1)[indices]
+        return
+    out[...] = x[along_index(xp, x.shape, indices, axis)]
+
+def _put_along_infer(indices, values, *, axis, shape, dtype):
+    target = along_shape("put_along_axis", shape, indices, axis)
+    try:
+        np.broadcast_shapes(values.shape, target)
+    except ValueError:
+        raise shape_error("put_along_axis", f"shape mismatch: value array of shape "
+                          f"{values.shape} could not be broadcast to indexing result of "
+                          f"shape {target}") from None
+    return (ArraySpec(shape, dtype),)
+
+def _put_along_impl(xp, indices, values, *, out, axis, shape, dtype):
+    if axis is None:
+        out[flat_index(xp, shape, indices)] = values
+        return
+    out[along_index(xp, shape, indices, axis)] = values
+
+def _flat_put_infer(indices, values, *, mode, shape, dtype):
+    return (ArraySpec(shape, dtype),)
+
+def _flat_put_impl(xp, indices, values, *, out, mode, shape, dtype):
+    indices, values = indices.reshape(-1), values.reshape(-1)
+    if indices.size == 0 or values.size == 0:
+        return
+    size = math.prod(shape)
+    if mode == "wrap":
+        indices = xp.mod(indices, size)
+    elif mode == "clip":
+        indices = xp.clip(indices, 0, size - 1)
+    if values.size < indices.size:
+        values = xp.tile(values, -(-indices.size // values.size))
+    out[flat_index(xp, shape, indices)] = values[:indices.size]
+
+
+# ---- index grids and basic indices ----------------------------------------------------
+
+def _indices_infer(*, dimensions, dtype):
+    return (ArraySpec((len(dimensions),) + dimensions, dtype),)
+
+def _indices_impl(xp, *, out, dimensions, dtype):
+    out[...] = xp.indices(dimensions, dtype=dtype)
+
+def _getitem_infer(x, *, index):
+    probe = np.lib.stride_tricks.as_strided(np.zeros(1, x.dtype), shape=x.shape,
+                                            strides=(0,) * len(x.shape))
+    try:
+        shape = probe[index].shape
+    except IndexError as exc:
+        raise ShapeIndexError(f"getitem: {exc} (array shape {x.shape})") from None
+    return (ArraySpec(shape, x.dtype),)
+
+def _getitem_impl(xp, x, *, out, index):
+    out[...] = x[index]
+
+
 TAKE = register("take_index", _take_infer, _take_impl)
 SCATTER_ADD = register("scatter_add", _scatter_add_infer, _scatter_add_impl)
 """``add.at(x, index, values)`` into ``out=x``: unbuffered, every repeated index adds."""
 PUT = register("put_index", _put_infer, _put_impl)
+register("take_along_axis", _take_along_infer, _take_along_impl)
+register("put_along_axis", _put_along_infer, _put_along_impl)
+register("put", _flat_put_infer, _flat_put_impl)
+register("indices", _indices_infer, _indices_impl)
+register("getitem", _getitem_infer, _getitem_impl)

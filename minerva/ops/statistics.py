@@ -1,6 +1,5 @@
 """Statistics ops: reductions beyond the core (``std``, ``var``, the nan-functions,
-``median``, ``ptp``, ``count_nonzero``), quantiles, ``average``, ``histogram``, cumulative
-sums and products, and ``diff``.
+``median``, ``ptp``, ``count_nonzero``), quantiles, ``average`` and ``histogram``.
 
 Kernels call the array module's function of NumPy's name (NumPy's own on a host copy where
 the module lacks it); shapes and dtypes are NumPy's, found by probing NumPy on 1-element
@@ -8,57 +7,17 @@ arrays.
 """
 from __future__ import annotations
 
-import functools
 import warnings
 
 import numpy as np
 
 from minerva.common.errors import DTypeError, ShapeIndexError
 from minerva.ops import dtypes
+from minerva.ops.dtypes import numpy_dtype
 from minerva.ops.elementwise import ARRAY
-from minerva.ops.reduction import reduced_shape
+from minerva.ops.kernels import call
+from minerva.ops.reductions import check_nonempty, reduced_shape
 from minerva.ops.registry import ArraySpec, register, shape_error
-
-# ---- helpers shared with ops/sorting.py -----------------------------------------------------
-
-
-def numpy_dtype(name: str, function, *operands, **kwargs) -> np.dtype:
-    """The dtype NumPy gives ``function(*operands, **kwargs)`` (operands: specs or
-    scalars), cached per dtypes and keyword values; DTypeError/ShapeError where NumPy
-    refuses them."""
-    key = name + repr(sorted(kwargs.items()))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return dtypes.result_dtype(key, functools.partial(function, **kwargs), *operands)
-
-
-def call(xp, name: str, *args, **kwargs):
-    """``xp.<name>(*args, **kwargs)``; NumPy's function on host copies where another array
-    module lacks the function or one of its arguments (its result moved back to the
-    device)."""
-    function = getattr(xp, name, None)
-    if xp is np:
-        return function(*args, **kwargs)
-    if function is not None:
-        try:
-            return function(*args, **kwargs)
-        except (TypeError, NotImplementedError):
-            pass
-    host = [a.get() if hasattr(a, "get") else a for a in args]
-    kwargs = {k: v.get() if hasattr(v, "get") else v for k, v in kwargs.items()}
-    result = getattr(np, name)(*host, **kwargs)
-    if isinstance(result, tuple):
-        return tuple(xp.asarray(r) for r in result)
-    return xp.asarray(result)
-
-
-def check_nonempty(name: str, spec: ArraySpec, axes, message: str, error=None) -> None:
-    """NumPy's error (ShapeError unless ``error`` is given) when a reduction over ``axes``
-    (all when None) of ``spec`` has no element to start from."""
-    axes = range(len(spec.shape)) if axes is None else axes
-    if any(spec.shape[i] == 0 for i in axes):
-        raise (error or shape_error)(name, message, spec)
-
 
 # ---- reductions -----------------------------------------------------------------------------
 
@@ -206,37 +165,6 @@ def _histogram_impl(xp, x, *arrays, out, bins, range, density, weighted):
     out[0][...], out[1][...] = counts, edges
 
 
-# ---- cumulative sums, products and differences --------------------------------------------
-
-def _cumulative_infer(x, *, name, axis, dtype, include_initial):
-    dtypes.check_supported(name, x)
-    result = numpy_dtype(name, getattr(np, name), x, dtype=dtype)
-    shape = (int(np.prod(x.shape)),) if axis is None else x.shape
-    axis = 0 if axis is None else axis
-    shape = shape[:axis] + (shape[axis] + include_initial,) + shape[axis + 1:]
-    return (ArraySpec(shape, result),)
-
-
-def _cumulative_impl(xp, x, *, out, name, axis, dtype, include_initial):
-    if axis is None:
-        x, axis = x.reshape(-1), 0
-    if include_initial:
-        before = (slice(None),) * axis
-        out[before + (slice(0, 1),)] = 0 if name == "cumsum" else 1
-        out = out[before + (slice(1, None),)]
-    getattr(xp, name)(x, axis=axis, dtype=out.dtype, out=out)
-
-
-def _diff_infer(x, *, n, axis):
-    dtype = numpy_dtype("diff", np.diff, x)
-    shape = x.shape[:axis] + (max(x.shape[axis] - n, 0),) + x.shape[axis + 1:]
-    return (ArraySpec(shape, dtype),)
-
-
-def _diff_impl(xp, x, *, out, n, axis):
-    out[...] = call(xp, "diff", x, n=n, axis=axis)
-
-
 def _register_all() -> None:
     for name in REDUCTIONS:
         register(name, _reduce_infer(name), _reduce_impl(name))
@@ -245,9 +173,6 @@ def _register_all() -> None:
     register("average", _average_infer, _average_impl)
     register("average_returned", _average_infer, _average_impl, n_outputs=2)
     register("histogram", _histogram_infer, _histogram_impl, n_outputs=2)
-    register("cumulative", _cumulative_infer, _cumulative_impl)
-    register("diff", _diff_infer, _diff_impl)
 
 
 _register_all()
-from minerva.ops import statistics_grad  # noqa: E402,F401  (gradient rules of these ops)

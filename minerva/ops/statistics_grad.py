@@ -1,6 +1,6 @@
 """Gradient rules of the statistics ops (``ops.statistics``): std and var, the simple
-nan-reductions (nansum, nanmean, nanprod, nanmax, nanmin), ptp, average without weights,
-cumulative sums and products, and diff. Over the injected namespace ``ns``.
+nan-reductions (nansum, nanmean, nanprod, nanmax, nanmin), ptp and average without
+weights. Over the injected namespace ``ns``.
 
 NaNs get no gradient from the nan-functions (they are skipped); nanmax, nanmin and ptp
 split the gradient evenly among tied extremes, as max and min do. ``cumprod``'s rule
@@ -10,6 +10,7 @@ have no rule yet (asking a gradient through them raises too).
 """
 from __future__ import annotations
 
+from minerva.ops import statistics  # noqa: F401  (registers the ops these rules are for)
 from minerva.ops.grad_util import reduced_count, restore_axes, spread
 from minerva.ops.registry import defvjp, nondifferentiable
 
@@ -80,40 +81,6 @@ def _average(ns, ctx, g):
     return [_cast(ns, ctx, ns.broadcast_to(back, spec.shape))]
 
 
-# ---- cumulative sums and products, differences -------------------------------------------
-
-def _cumulative(ns, ctx, g):
-    """cumsum: the reversed cumulative sum of the gradient; cumprod: that of
-    ``g * result``, divided by the input."""
-    spec, axis = ctx.in_specs[0], ctx.attrs["axis"]
-    at = 0 if axis is None else axis
-    grad = g[0]
-    if ctx.attrs["include_initial"]:
-        grad = grad[(slice(None),) * at + (slice(1, None),)]
-    if ctx.attrs["name"] == "cumprod":
-        result = ctx.outputs[0]
-        if ctx.attrs["include_initial"]:
-            result = result[(slice(None),) * at + (slice(1, None),)]
-        grad = grad * result
-    grad = ns.flip(ns.cumsum(ns.flip(grad, at), axis=at), at)
-    if ctx.attrs["name"] == "cumprod":
-        x = ctx.inputs[0]
-        grad = grad / (ns.ravel(x) if axis is None else x)
-    return [_cast(ns, ctx, ns.reshape(grad, spec.shape))]
-
-
-def _diff(ns, ctx, g):
-    """Each difference ``x[i+1] - x[i]`` gives ``+g`` to ``x[i+1]`` and ``-g`` to
-    ``x[i]``: minus the difference of the gradient padded by a zero at both ends, n
-    times."""
-    spec, n, axis = ctx.in_specs[0], ctx.attrs["n"], ctx.attrs["axis"]
-    widths = tuple((1, 1) if d == axis else (0, 0) for d in range(len(spec.shape)))
-    grad = g[0]
-    for _ in range(n):
-        grad = -ns.diff(ns.pad(grad, widths), axis=axis)
-    return [_cast(ns, ctx, grad)]
-
-
 def _register_all() -> None:
     defvjp("var", _var, (0,))
     defvjp("std", _std, (0,), (0,))
@@ -124,8 +91,6 @@ def _register_all() -> None:
     defvjp("nanmin", _nan_extremum, (0,), (0,))
     defvjp("ptp", _ptp, (0,))
     defvjp("average", _average)
-    defvjp("cumulative", _cumulative, (0,), (0,))
-    defvjp("diff", _diff)
     nondifferentiable("count_nonzero", "nanargmax", "nanargmin", "histogram")
 
 

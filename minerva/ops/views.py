@@ -5,6 +5,11 @@ buffer (a storage). The whole buffer in C order is no view at all (``None``), so
 handles carry nothing. These functions compute views on the user's thread, by NumPy's
 rules: basic indexing, permuted axes, and reshapes that NumPy makes without a copy. They
 never touch memory.
+
+A view builds no op (it is a handle on the same storage), but autograd and jit must see it:
+the definitions at the end name each kind of view, with its shape rule (their gradient
+rules are in ``ops.views_grad``); their ``impl`` is never called. ``view_strided`` covers
+any other view (flip, diagonal, ...).
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import operator
 import numpy as np
 
 from minerva.common.errors import ShapeIndexError
+from minerva.ops.registry import ArraySpec, register
 
 _ANCHORS: dict = {}
 
@@ -171,3 +177,41 @@ def _anchor(dtype):
     if anchor is None:
         anchor = _ANCHORS[dtype] = np.zeros(1, dtype)
     return anchor
+
+
+# ---- views as the recorders see them ------------------------------------------------------
+
+def _never(*_args, **_attrs):
+    raise RuntimeError("internal: a view definition is not an op to run")
+
+
+def _transpose_infer(x, *, axes):
+    return (ArraySpec(tuple(x.shape[a] for a in axes), x.dtype),)
+
+
+def _reshape_infer(x, *, shape):
+    return (ArraySpec(tuple(shape), x.dtype),)
+
+
+def _index_infer(x, *, index, shape):
+    return (ArraySpec(tuple(shape), x.dtype),)
+
+
+def _strided_infer(x, *, x_view, view):
+    return (ArraySpec(tuple(view[0]), x.dtype),)
+
+
+TRANSPOSE = register("view_transpose", _transpose_infer, _never)
+RESHAPE = register("view_reshape", _reshape_infer, _never)
+INDEX = register("view_index", _index_infer, _never)
+BROADCAST = register("view_broadcast", _reshape_infer, _never)
+STRIDED = register("view_strided", _strided_infer, _never)
+WRITE_REGION = register("write_region", lambda x, *value, index: (x,), _never)
+"""``x[index] = value`` as the recorders see it: the elements of ``x`` at ``index`` now
+come from ``value`` (told on ``x`` itself, whatever view the write went through; the
+write's own op is told too)."""
+
+
+PSEUDO_OPS = frozenset({"view_transpose", "view_reshape", "view_index", "view_broadcast",
+                        "view_strided", "write_region"})
+"""The names of the definitions above: what recorders are told of, never ops to run."""

@@ -34,7 +34,8 @@ from threadpoolctl import threadpool_limits
 import minerva as mv
 from benchmarks.harness import scenario, table
 from minerva.device.blas import usable_cores
-from minerva.ops import nn_conv, registry
+from minerva.ops import registry
+from minerva.ops.nn import conv as nn_conv
 
 GOAL = 0.05
 OPS = ("conv2d", "conv2d_backward_data", "conv2d_backward_filter", "conv2d_backward_bias")

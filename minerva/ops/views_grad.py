@@ -1,52 +1,19 @@
-"""Views as ops for the recorders: a view builds no op (it is a handle on the same
-storage), but autograd and jit must see it. These definitions name each kind of view, with
-its shape rule and its gradient rule; ``impl`` is never called.
+"""Gradient rules of the views (``ops.views``: each kind of view as the recorders see it),
+over the injected namespace ``ns``.
 
-``view_strided`` covers any other view (flip, diagonal, ...): its gradient scatters the
-output gradient back through an index map of the two views, computed on the host.
+A view's gradient maps the output gradient back onto its base: transposed back, reshaped
+back, placed into zeros at the index, summed over the broadcast axes. ``view_strided``
+(flip, diagonal, ...) scatters it back through an index map of the two views, computed on
+the host. ``write_region`` (an item assignment) splits it between the old array and the
+value written.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from minerva.ops import views  # noqa: F401  (registers the view definitions given rules here)
 from minerva.ops.grad_util import unbroadcast
-from minerva.ops.registry import ArraySpec, defvjp, register
-
-
-def _never(*_args, **_attrs):
-    raise RuntimeError("internal: a view definition is not an op to run")
-
-
-def _transpose_infer(x, *, axes):
-    return (ArraySpec(tuple(x.shape[a] for a in axes), x.dtype),)
-
-
-def _reshape_infer(x, *, shape):
-    return (ArraySpec(tuple(shape), x.dtype),)
-
-
-def _index_infer(x, *, index, shape):
-    return (ArraySpec(tuple(shape), x.dtype),)
-
-
-def _strided_infer(x, *, x_view, view):
-    return (ArraySpec(tuple(view[0]), x.dtype),)
-
-
-TRANSPOSE = register("view_transpose", _transpose_infer, _never)
-RESHAPE = register("view_reshape", _reshape_infer, _never)
-INDEX = register("view_index", _index_infer, _never)
-BROADCAST = register("view_broadcast", _reshape_infer, _never)
-STRIDED = register("view_strided", _strided_infer, _never)
-WRITE_REGION = register("write_region", lambda x, *value, index: (x,), _never)
-"""``x[index] = value`` as the recorders see it: the elements of ``x`` at ``index`` now
-come from ``value`` (told on ``x`` itself, whatever view the write went through; the
-write's own op is told too)."""
-
-
-PSEUDO_OPS = frozenset({"view_transpose", "view_reshape", "view_index", "view_broadcast",
-                        "view_strided", "write_region"})
-"""The names of the definitions above: what recorders are told of, never ops to run."""
+from minerva.ops.registry import defvjp
 
 
 def _transpose_vjp(ns, ctx, grads):

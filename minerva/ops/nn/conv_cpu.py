@@ -15,13 +15,13 @@ layers where that share is larger than :data:`MAX_JUNK`.
 GEMM, big enough for several BLAS threads to share (per-image GEMMs of 64 x 288 x 224
 barely speed up on two). The result ``(O, m, L)`` is copied into ``(m, O, Ho, Wo)``, with
 the bias added on the way. Blocks are sized so their temporaries take about
-``block_bytes`` (cache-sized; see nn_conv.BLOCK_BYTES); the buffers are allocated once per
+``block_bytes`` (cache-sized; see conv.BLOCK_BYTES); the buffers are allocated once per
 call and reused by every block, so their zero borders are written once.
 
 Backward filter uses the same columns: ``dW = dy_pw (O, m*L) @ cols (CK, m*L)^T`` summed
 over blocks, where ``dy_pw`` is ``dy`` laid out on the padded width with zeros in the junk
 columns (so they add nothing). Backward data is the forward kernel applied to ``dy`` with
-flipped filters (see nn_conv). The bias gradient is a matrix-vector product with ones.
+flipped filters (see ops.nn.conv). The bias gradient is a matrix-vector product with ones.
 Only NumPy calls these; CuPy keeps the generic kernels.
 """
 from __future__ import annotations

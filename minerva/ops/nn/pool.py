@@ -17,8 +17,8 @@ whole batch.
 """
 from __future__ import annotations
 
-from minerva.ops.nn_conv import (crop_into, grad_buffer, pad_hw, pair, require_float,
-                                 require_rank, shape4, tap, window_out_hw)
+from minerva.ops.nn.shared import (crop_into, grad_buffer, pad_hw, pair, require_float,
+                                    require_rank, shape4, tap, window_out_hw)
 from minerva.ops.registry import ArraySpec, register, shape_error, spec
 
 

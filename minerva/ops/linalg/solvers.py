@@ -1,6 +1,6 @@
 """``numpy.linalg``'s solvers and decompositions over ``(..., M, N)`` stacks: inv, solve,
 det, slogdet, cholesky, eigh, eigvalsh, svd, qr and pinv (norms, cond, matrix_power and
-matrix_rank are in ``linalg_norms``; einsum in ``einsum``; the products in ``linalg``).
+matrix_rank are in ``norms``; einsum in ``einsum``; the products in ``products``).
 
 Shape rules raise NumPy's errors at once: :class:`LinAlgShapeError` (also a
 ``numpy.linalg.LinAlgError``) for operands that are not stacks of (square) matrices.
@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from minerva.ops import einsum, linalg_norms  # noqa: F401  (registration side effects)
 from minerva.ops.elementwise import broadcast_shape
-from minerva.ops.linalg_common import (
+from minerva.ops.linalg.shared import (
     is_numpy, probe_dtypes, stacked_2d, stacked_square, svd_kernel)
 from minerva.ops.registry import ArraySpec, register, shape_error
 
@@ -241,4 +240,3 @@ def _pinv_impl(xp, a, *, out, rcond, hermitian):
 
 
 register("pinv", _pinv_infer, _pinv_impl)
-from minerva.ops import linalg_extra_grad  # noqa: E402,F401  (gradient rules of these ops)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minerva.ops.nn_conv import require_float, require_rank
+from minerva.ops.nn.shared import require_float, require_rank
 from minerva.ops.registry import ArraySpec, register, shape_error, spec
 
 REDUCTIONS = ("mean", "sum", "none")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from minerva.common.errors import ShapeIndexError
-from minerva.ops.linalg_common import (
+from minerva.ops.linalg.shared import (
     LinAlgShapeError, probe_dtypes, stacked_2d, stacked_square, svd_kernel)
-from minerva.ops.reduction import reduced_shape
+from minerva.ops.reductions import reduced_shape
 from minerva.ops.registry import ArraySpec, register
 
 

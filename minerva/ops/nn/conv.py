@@ -4,9 +4,9 @@ Layout is ``(N, C, H, W)`` for images and ``(O, C, kh, kw)`` for filters. The ou
 follows the floor rule ``Ho = (H + 2*ph - kh) // sh + 1`` (and the same for ``W``); input
 rows or columns that no window reaches get a zero gradient. Padding is with zeros.
 
-On the CPU (``xp`` is NumPy), stride-1 layers run the kernels of :mod:`nn_conv_cpu`
+On the CPU (``xp`` is NumPy), stride-1 layers run the kernels of :mod:`conv_cpu`
 (im2col on the padded width, one GEMM per block of images) where they pay
-(:func:`nn_conv_cpu.fits`); the generic kernels below serve the other layers and CuPy.
+(:func:`conv_cpu.fits`); the generic kernels below serve the other layers and CuPy.
 
 im2col is an ``as_strided`` view of the (padded) input, copied once into a ``(n, C*kh*kw,
 Ho*Wo)`` matrix, and one batched matmul consumes it. On the CPU the generic kernels
@@ -20,82 +20,24 @@ Backward-data is ``w^T @ dy`` then a col2im scatter-add with a Python loop over 
 ``O <= 2*C`` it is instead the stride-1 convolution of ``dy`` with the flipped filters,
 which needs no scatter (on the CPU, by the CPU kernels where they fit).
 
-The small window helpers here (:func:`pair`, :func:`out_size`, :func:`pad_hw`,
-:func:`tap`) are shared with the pooling ops.
+The checks and window helpers convolution shares with pooling are in
+:mod:`minerva.ops.nn.shared`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from minerva.ops import nn_conv_cpu
+from minerva.ops.nn import conv_cpu
+from minerva.ops.nn.shared import (crop_into, grad_buffer, pad_hw, pair, require_float,
+                                    require_rank, shape4, tap, window_out_hw)
 from minerva.ops.registry import ArraySpec, register, shape_error, spec
 
 #: On the CPU, the im2col columns of one block of images take about this many bytes.
 BLOCK_BYTES = 2 << 20
 
-#: Whether NumPy runs the kernels of :mod:`nn_conv_cpu` where they fit (False: the
+#: Whether NumPy runs the kernels of :mod:`conv_cpu` where they fit (False: the
 #: generic kernels everywhere, as on a GPU; for comparisons and tests).
 CPU_KERNELS = True
-
-
-# ---------------------------------------------------------------- shared window helpers
-def pair(value, name: str, op: str, minimum: int) -> tuple[int, int]:
-    """``value`` (an int or a pair of ints) as a pair; each at least ``minimum``."""
-    items = value if isinstance(value, (tuple, list)) else (value, value)
-    if len(items) != 2 or not all(_is_int(v) for v in items):
-        raise shape_error(op, f"{name} must be an int or a pair of ints", value)
-    if min(items) < minimum:
-        raise shape_error(op, f"{name} must be >= {minimum}", value)
-    return int(items[0]), int(items[1])
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
-def out_size(n: int, k: int, s: int, p: int) -> int:
-    """Windows of size ``k`` at stride ``s`` over ``n`` items padded by ``p`` (floor rule)."""
-    return (n + 2 * p - k) // s + 1
-
-
-def window_out_hw(op: str, x: ArraySpec, kernel, stride, pad) -> tuple[int, int]:
-    """``(Ho, Wo)`` for windows over image ``x``; raises if a kernel exceeds the padded input."""
-    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, pad
-    h, w = x.shape[2], x.shape[3]
-    if kh > h + 2 * ph or kw > w + 2 * pw:
-        raise shape_error(op, f"kernel {(kh, kw)} is larger than the input padded by "
-                              f"{(ph, pw)}", x)
-    return out_size(h, kh, sh, ph), out_size(w, kw, sw, pw)
-
-
-def require_rank(op: str, name: str, s: ArraySpec, rank: int) -> None:
-    """Raise unless ``s`` has ``rank`` dimensions."""
-    if len(s.shape) != rank:
-        raise shape_error(op, f"{name} must have rank {rank}", s)
-
-
-def require_float(op: str, *specs: ArraySpec) -> None:
-    """Raise unless every spec has a floating-point dtype."""
-    if not all(np.issubdtype(s.dtype, np.floating) for s in specs):
-        raise shape_error(op, "needs floating-point inputs", *specs)
-
-
-def pad_hw(xp, x, pad: tuple[int, int], value: float = 0.0):
-    """``x`` padded on its last two axes by ``pad`` with ``value``; ``x`` itself if no pad."""
-    ph, pw = pad
-    if ph == 0 and pw == 0:
-        return x
-    n, c, h, w = x.shape
-    shape = (n, c, h + 2 * ph, w + 2 * pw)
-    buf = xp.zeros(shape, x.dtype) if value == 0 else xp.full(shape, value, x.dtype)
-    buf[:, :, ph:ph + h, pw:pw + w] = x
-    return buf
-
-
-def tap(a, i: int, j: int, stride: tuple[int, int], out_hw: tuple[int, int]):
-    """View of ``a`` (padded image) at kernel offset ``(i, j)``: shape ``(N, C, Ho, Wo)``."""
-    (sh, sw), (ho, wo) = stride, out_hw
-    return a[:, :, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw]
 
 
 # ---------------------------------------------------------------- im2col / col2im
@@ -108,22 +50,6 @@ def im2col(xp, x, kernel, stride, pad, out_hw):
         xpad, (x.shape[0], x.shape[1], kh, kw, ho, wo),
         (sn, sc, s_h, s_w, s_h * sh, s_w * sw))
     return view.reshape(x.shape[0], x.shape[1] * kh * kw, ho * wo)
-
-
-def grad_buffer(xp, out, pad):
-    """A zeroed padded-image buffer for gradient scatter: ``out`` itself when no pad."""
-    if pad == (0, 0):
-        out[...] = 0
-        return out
-    n, c, h, w = out.shape
-    return xp.zeros((n, c, h + 2 * pad[0], w + 2 * pad[1]), dtype=out.dtype)
-
-
-def crop_into(out, dxpad, pad) -> None:
-    """Copy the unpadded part of ``dxpad`` into ``out`` (nothing to do if it is ``out``)."""
-    if dxpad is not out:
-        (ph, pw), (h, w) = pad, out.shape[2:]
-        out[...] = dxpad[:, :, ph:ph + h, pw:pw + w]
 
 
 def col2im_into(xp, out, cols, kernel, stride, pad, out_hw):
@@ -149,8 +75,8 @@ def _col_bytes(c: int, kernel, out_hw, dtype) -> int:
 
 
 def _cpu_kernels(xp, width: int, kernel, stride, pad, c_in: int, c_out: int) -> bool:
-    """Whether a layer runs the CPU kernels of :mod:`nn_conv_cpu` (NumPy only)."""
-    return xp is np and CPU_KERNELS and nn_conv_cpu.fits(width, kernel, stride, pad, c_in,
+    """Whether a layer runs the CPU kernels of :mod:`conv_cpu` (NumPy only)."""
+    return xp is np and CPU_KERNELS and conv_cpu.fits(width, kernel, stride, pad, c_in,
                                                          c_out)
 
 
@@ -177,7 +103,7 @@ def _conv2d_infer(x: ArraySpec, w: ArraySpec, *bias: ArraySpec, stride=1, pad=0)
 def _conv2d_impl(xp, x, w, *bias, out, stride=1, pad=0):
     stride, pad = _geometry("conv2d", stride, pad)
     if _cpu_kernels(xp, x.shape[3], w.shape[2:], stride, pad, w.shape[1], w.shape[0]):
-        return nn_conv_cpu.forward(x, w, bias[0] if bias else None, out, pad, BLOCK_BYTES)
+        return conv_cpu.forward(x, w, bias[0] if bias else None, out, pad, BLOCK_BYTES)
     n, o, ho, wo = out.shape
     kernel = w.shape[2:]
     wmat, out3 = w.reshape(o, -1), out.reshape(n, o, ho * wo)
@@ -235,7 +161,7 @@ def _bwd_filter_impl(xp, dy, x, *, out, w_shape, stride=1, pad=0):
     stride, pad = _geometry("conv2d_backward_filter", stride, pad)
     kernel = out.shape[2:]
     if _cpu_kernels(xp, x.shape[3], kernel, stride, pad, x.shape[1], out.shape[0]):
-        return nn_conv_cpu.backward_filter(dy, x, out, pad, BLOCK_BYTES)
+        return conv_cpu.backward_filter(dy, x, out, pad, BLOCK_BYTES)
     n, o, ho, wo = dy.shape
     dy3, flat_out = dy.reshape(n, o, ho * wo), out.reshape(o, -1)
     flat_out[...] = 0
@@ -266,17 +192,11 @@ def _bwd_bias_infer(dy: ArraySpec):
 
 def _bwd_bias_impl(xp, dy, *, out):
     if xp is np and CPU_KERNELS:
-        return nn_conv_cpu.backward_bias(dy, out)
+        return conv_cpu.backward_bias(dy, out)
     xp.sum(dy, axis=(0, 2, 3), out=out)
 
 
 # ---------------------------------------------------------------- checks
-def shape4(op: str, name: str, shape) -> tuple:
-    """``shape`` (an attr) as a tuple of 4 ints; raises unless it is one."""
-    if not isinstance(shape, (tuple, list)) or len(shape) != 4 \
-            or not all(_is_int(n) and n >= 0 for n in shape):
-        raise shape_error(op, f"{name} must be a tuple of 4 non-negative ints", shape)
-    return tuple(int(n) for n in shape)
 
 
 def _check_dy(op: str, dy: ArraySpec, x: ArraySpec, w: ArraySpec, stride, pad) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minerva.ops.nn_conv import require_float, require_rank
+from minerva.ops.nn.shared import require_float, require_rank
 from minerva.ops.registry import ArraySpec, register, shape_error, spec
 
 
