@@ -11,15 +11,27 @@ Device memory is host bytes and kernels are NumPy, but work is *not* done when i
   a GPU thread also runs queued work on its own (``delay`` seconds per item), the newest
   runnable stream first, so work that is not ordered runs in the wrong order. Either way a
   missing wait, an early free or a buffer reused too soon reads wrong data.
+- **Waits block.** A wait for work that cannot run blocks, as ``cudaEventSynchronize`` does,
+  with no timeout: tests bound it with their own timeouts and the engine's deadlines.
+  ``close`` ends such waits (with a RuntimeError) so no thread outlives the test.
 - **Devices own streams and events.** Recording an event of one GPU on another GPU's stream,
-  launching on a stream of a GPU the thread is not bound to, or copying from a pointer of
-  another GPU (without peer access) raises ``FakeCudaError`` (invalid handle or value).
+  or copying from a pointer of another GPU (without peer access) raises ``FakeCudaError``
+  (invalid handle or value); launching on a stream of a GPU other than the thread's current
+  one raises the RuntimeError CuPy raises. A thread is on GPU 0 and its legacy null stream
+  (``null_stream``) until it is bound, as in CuPy; the streams ``new_stream`` makes are
+  non-blocking, so the null stream and they do not wait for each other.
 - **Errors are sticky.** ``fault(ordinal)`` makes the next kernel run on that GPU hit an
   illegal address (``poison`` does it at once): from then on every call for that GPU,
-  every wait and query raise the same ``FakeCudaError`` (status 700), as CUDA does; other
-  GPUs keep working.
-- **Memory behaves.** ``malloc`` returns garbage-filled memory; ``free`` poisons it; pinned
-  buffers return to a pool (and are poisoned) the moment the array handed out is dropped,
+  every wait and query raise the same ``FakeCudaError`` (status 700), as CUDA does — also
+  leaving a ``bind`` (CuPy restores the thread's previous stream and device with
+  ``cudaGetDevice``/``cudaSetDevice``, which return the context's error); other GPUs keep
+  working. A kernel may raise ``FakeCublasError`` (a cuBLAS status, as CuPy's
+  ``CUBLASError``): on a lost context cuBLAS reports its own status
+  (CUBLAS_STATUS_EXECUTION_FAILED 13, CUBLAS_STATUS_INTERNAL_ERROR 14), not CUDA's;
+  ``context_error`` tells the context's own error.
+- **Memory behaves.** ``malloc`` returns garbage-filled memory; ``free`` frees and poisons
+  it at once (harsher than CuPy, whose memory lives on while an array over it does), and a
+  chunk nothing refers to any more is freed as CuPy's is; pinned buffers return to a pool (and are poisoned) the moment the array handed out is dropped,
   and the next ``pinned`` call of that size gets the same memory back.
 - **Copies are raw.** Copies move bytes between C-contiguous buffers; a non-contiguous
   source or destination is a bug in the caller (CUDA would copy the wrong bytes), so it
@@ -45,9 +57,10 @@ import numpy as np
 
 from minerva.device.cuda_layer import CudaLayer
 
-SYNC_TIMEOUT = 20.0
-"""A wait that cannot finish fails after this long instead of hanging."""
 INVALID_VALUE, INVALID_HANDLE, ILLEGAL_ADDRESS, LAUNCH_FAILURE = 1, 400, 700, 719
+CUBLAS_EXECUTION_FAILED, CUBLAS_INTERNAL_ERROR = 13, 14
+IDLE_WAIT_S = 0.01
+"""How often a blocked wait looks again whether another thread let its work run."""
 GARBAGE, POISON = 0xA5, 0xDD
 
 
@@ -59,12 +72,20 @@ class FakeCudaError(RuntimeError):
         self.status = status
 
 
+class FakeCublasError(RuntimeError):
+    """A cuBLAS error: ``status`` is a cuBLAS status (as CuPy's CUBLASError)."""
+
+    def __init__(self, status: int, message: str = "cuBLAS call failed"):
+        super().__init__(f"{message} (simulated cuBLAS status {status})")
+        self.status = status
+
+
 class FakeStream:
     """A stream of one GPU: its queued work, oldest first."""
 
-    def __init__(self, ordinal, number):
+    def __init__(self, ordinal, number, name=None):
         self.device_id = ordinal
-        self.name = f"stream{number}@gpu{ordinal}"
+        self.name = name or f"stream{number}@gpu{ordinal}"
         self.items: collections.deque = collections.deque()
 
     @property
@@ -125,6 +146,7 @@ class FakeCuda(CudaLayer):
     """
 
     xp = np
+    cublas_error = FakeCublasError
 
     def __init__(self, n_devices=1, peer=True, mem_bytes=1 << 30, name="Fake GPU",
                  run="lazy", delay=0.0, pinned_syncs=True):
@@ -154,13 +176,15 @@ class FakeCuda(CudaLayer):
         self._drive = threading.RLock()
         self._work = threading.Condition(self._lock)
         self._closed = False
+        self._null = [self._add_stream(FakeStream(i, 0, f"null@gpu{i}"))
+                      for i in range(n_devices)]
         self._gpu = None
         if run == "background":
             self._gpu = threading.Thread(target=self._gpu_loop, name="fake-gpu", daemon=True)
             self._gpu.start()
 
     def close(self) -> None:
-        """Stop the background GPU thread (if any)."""
+        """Stop the background GPU thread (if any) and end the waits still blocked."""
         with self._work:
             self._closed = True
             self._work.notify_all()
@@ -184,10 +208,16 @@ class FakeCuda(CudaLayer):
 
     def new_stream(self, ordinal):
         self._alive(ordinal)
-        stream = FakeStream(ordinal, next(self._numbers))
+        return self._add_stream(FakeStream(ordinal, next(self._numbers)))
+
+    def _add_stream(self, stream):
         with self._lock:
             self._streams.append(stream)
         return stream
+
+    def null_stream(self, ordinal):
+        """The legacy null stream of GPU ``ordinal`` (CuPy's ``Stream.null``)."""
+        return self._null[ordinal]
 
     def new_event(self, ordinal):
         self._alive(ordinal)
@@ -212,29 +242,36 @@ class FakeCuda(CudaLayer):
         with self._lock:
             self.n_syncs += 1
         self._alive(event.ordinal)
-        if not event.recorded:
-            return
-        deadline = time.monotonic() + SYNC_TIMEOUT
-        while not event.done.is_set():
-            self._alive(event.ordinal)
+        while event.recorded and not event.done.is_set():
             with self._drive:
                 self._run_to(event)
-            if not event.done.is_set() and time.monotonic() > deadline:
-                raise RuntimeError(f"fake {event!r} never completed")
+            if not event.done.is_set():
+                self._alive(event.ordinal)
+                self._blocked(event)
         self._alive(event.ordinal)
+
+    def _blocked(self, event) -> None:
+        """A wait whose work cannot run now: block (as CUDA, without a timeout) until another
+        thread lets it run; ``close`` ends it."""
+        with self._work:
+            if self._closed:
+                raise RuntimeError(f"the fake GPUs were closed while a wait for {event!r} "
+                                   f"was blocked")
+            self._work.wait(IDLE_WAIT_S)
 
     def query(self, event):
         self._alive(event.ordinal)
         return not event.recorded or event.done.is_set()
 
     def launch(self, stream, kernel):
-        bound = getattr(self._local, "bound", None)
+        ordinal, current, allocator = self._binding()
         self._alive(stream.device_id)
-        if bound is None or bound[0] != stream.device_id:
-            raise FakeCudaError(INVALID_HANDLE, f"kernel launched on {stream!r} from a thread "
-                                f"bound to GPU {None if bound is None else bound[0]}")
+        if stream.device_id != ordinal:  # what CuPy's Stream.__enter__ raises
+            raise RuntimeError(f"The device that the stream is created on "
+                               f"({stream.device_id}) does not match with the current "
+                               f"device ({ordinal})")
         self._log("launch", stream, threading.current_thread().name)
-        self._queue(stream, "kernel", (kernel, (stream.device_id, stream, bound[2])))
+        self._queue(stream, "kernel", (kernel, (ordinal, stream, allocator)))
 
     @contextlib.contextmanager
     def bind(self, ordinal, stream, allocator):
@@ -249,6 +286,13 @@ class FakeCuda(CudaLayer):
             yield
         finally:
             self._local.bound = saved
+            self._alive(ordinal)  # CuPy restores the device and stream with CUDA calls
+
+    def _binding(self) -> tuple:
+        """``(current GPU, current stream, allocator hook)`` of the calling thread: GPU 0,
+        its null stream and CuPy's own pool (None) until the thread is bound."""
+        bound = getattr(self._local, "bound", None)
+        return bound if bound is not None else (0, self._null[0], None)
 
     # ---- memory ----------------------------------------------------------------------------
 
@@ -350,11 +394,15 @@ class FakeCuda(CudaLayer):
 
     def current_allocator(self):
         """The allocator hook bound on this thread (what CuPy would call for a temporary)."""
-        return self._local.bound[2]
+        return self._binding()[2]
 
     def current_stream(self):
-        """The stream bound on this thread."""
-        return self._local.bound[1]
+        """The stream current on this thread (a GPU's null stream when it is not bound)."""
+        return self._binding()[1]
+
+    def context_error(self, ordinal):
+        """The sticky error of GPU ``ordinal``, or None."""
+        return self.sticky.get(ordinal)
 
     def complete(self, stream, count=None):
         """Run ``stream`` through its next ``count`` recorded events (all when None)."""

@@ -110,12 +110,16 @@ def test_the_cupy_layer_makes_the_cuda_calls_it_documents():
 
 def test_the_cupy_layer_queries_launches_trims_and_knows_sticky_errors():
     cupy = _mock_cupy()
-    layer = gpu.CupyLayer(cupy)
-    event = mock.Mock(done=True)
+    layer, runtime = gpu.CupyLayer(cupy), cupy.cuda.runtime
+    event = mock.Mock(ptr=5)
+    runtime.eventQuery.return_value = 0
     assert layer.query(event) is True
-    ran = []
-    layer.launch(mock.Mock(), lambda: ran.append(1))  # CuPy queues by itself: called now
-    assert ran == [1]
+    runtime.eventQuery.assert_called_with(5)
+    runtime.eventQuery.return_value = 600  # cudaErrorNotReady
+    assert layer.query(event) is False
+    ran, stream = [], mock.MagicMock()
+    layer.launch(stream, lambda: ran.append(1))  # CuPy queues by itself: called now
+    assert ran == [1] and stream.__enter__.call_count == 1  # with the stream current
     layer.trim()
     cupy.get_default_memory_pool.return_value.free_all_blocks.assert_called_once_with()
     cupy.get_default_pinned_memory_pool.return_value.free_all_blocks.assert_called_once_with()

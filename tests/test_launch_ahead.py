@@ -312,8 +312,9 @@ def test_the_double_refuses_what_cuda_refuses():
     strided = fake.view(chunk, 0, 1024, (8, 16), np.float64)[:, ::2]
     with pytest.raises(FakeCudaError, match="non-contiguous"):
         fake.copy_d2h(np.empty(512, np.uint8), strided, 512, s0)
-    with pytest.raises(FakeCudaError, match="bound to GPU None"):
-        fake.launch(s0, lambda: None)
+    with pytest.raises(RuntimeError, match=r"created on \(1\) does not match"):
+        fake.launch(fake.new_stream(1), lambda: None)  # the thread is on GPU 0, as in CuPy
+    assert fake.current_stream() is fake.null_stream(0)  # a thread not bound yet
 
 
 def test_the_double_runs_work_only_when_waited_for_and_reuses_pinned_memory():

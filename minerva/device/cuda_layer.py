@@ -9,8 +9,14 @@ Conventions: ``ordinal`` is a *physical* CUDA device number; streams, events and
 opaque objects of the layer; device arrays are of the layer's array module ``xp``; host
 staging buffers are 1-D NumPy ``uint8`` arrays; every copy moves ``nbytes`` bytes between
 C-contiguous buffers and is asynchronous on the stream it is given (it may start only after
-the work queued on that stream before it). Kernels are queued through ``launch``. The store's
-allocator over a GPU is :class:`~minerva.device.gpu_memory.DeviceAllocator`.
+the work queued on that stream before it). Kernels are queued through ``launch``, on the
+stream given. The store's allocator over a GPU is
+:class:`~minerva.device.gpu_memory.DeviceAllocator`.
+
+On a context a sticky error poisoned, *any* call may raise that error — also leaving a
+``bind`` (restoring the thread's device and stream calls CUDA) — and CUDA libraries report
+it with their own status (cuBLAS: ``CUBLAS_STATUS_EXECUTION_FAILED`` 13,
+``CUBLAS_STATUS_INTERNAL_ERROR`` 14), so :meth:`CudaLayer.sticky_error` asks the context.
 """
 from __future__ import annotations
 
@@ -32,6 +38,8 @@ STICKY_CUDA_ERRORS = frozenset({
 })
 """CUDA error codes that poison the process's context on that GPU: every later CUDA call
 there fails the same way, and only a new process can use the GPU again."""
+CUDA_ERROR_NOT_READY = 600
+"""``cudaErrorNotReady``: what ``cudaEventQuery`` returns for work not done yet."""
 
 
 class CudaLayer(abc.ABC):
@@ -58,6 +66,20 @@ class CudaLayer(abc.ABC):
         """Whether ``error`` (raised by a CUDA call) is one that poisons the GPU's context
         for the rest of the process (``STICKY_CUDA_ERRORS``, by the error's ``status``)."""
         return getattr(error, "status", None) in STICKY_CUDA_ERRORS
+
+    def sticky_error(self, error: BaseException, ordinal: int) -> BaseException | None:
+        """The sticky CUDA error behind ``error``, raised by work for GPU ``ordinal``:
+        ``error`` itself when it is one, else the error GPU ``ordinal``'s context is
+        poisoned with (a library reports a lost context with its own status); None when
+        the context is usable. Never raises."""
+        if self.is_sticky(error):
+            return error
+        return self.context_error(ordinal)
+
+    @abc.abstractmethod
+    def context_error(self, ordinal: int) -> BaseException | None:
+        """The sticky error GPU ``ordinal``'s context is poisoned with, or None when it is
+        usable; asks the GPU without waiting for its work, never raises."""
 
     # ---- streams, events and kernels --------------------------------------------------------
 
@@ -86,32 +108,36 @@ class CudaLayer(abc.ABC):
 
     @abc.abstractmethod
     def query(self, event: Any) -> bool:
-        """Whether ``event`` completed, without waiting; raise the GPU's error if the work
-        before it failed."""
+        """Whether ``event`` completed, without waiting; raise the GPU's error if it is
+        anything but done or not ready (the work before it failed, the context is lost)."""
 
     @abc.abstractmethod
     def launch(self, stream: Any, kernel: Callable[[], None]) -> None:
-        """Queue the work ``kernel()`` issues through the array module on ``stream`` (the
-        calling thread is bound to ``stream``). CuPy queues asynchronously by itself, so
-        the real layer calls ``kernel()`` at once; the test double runs it later, when
+        """Queue the work ``kernel()`` issues through the array module on ``stream``, a
+        stream of the calling thread's current GPU (else raise), whatever stream is
+        current. CuPy queues asynchronously by itself, so the real layer calls
+        ``kernel()`` at once with ``stream`` current; the test double runs it later, when
         the stream reaches it."""
 
     @abc.abstractmethod
     def bind(self, ordinal: int, stream: Any, allocator: Any) -> ContextManager:
         """A context in which the calling thread's current GPU is ``ordinal``, its current
         stream ``stream`` (kernels the array module launches go there), and memory the array
-        module allocates comes from ``allocator(nbytes)``; all restored on exit."""
+        module allocates comes from ``allocator(nbytes)``; all restored on exit. On a lost
+        context entering *and leaving* raise the context's error."""
 
     # ---- memory ----------------------------------------------------------------------------
 
     @abc.abstractmethod
     def malloc(self, ordinal: int, nbytes: int) -> Any:
-        """A new chunk of ``nbytes`` bytes of GPU ``ordinal``'s memory; MemoryError when the
+        """A new chunk of ``nbytes`` bytes of GPU ``ordinal``'s memory (an object that can
+        be weakly referenced; its memory is freed once it is gone); MemoryError when the
         GPU has none left."""
 
     @abc.abstractmethod
     def free(self, chunk: Any) -> None:
-        """Give ``chunk`` back to the GPU (``cudaFree``: it synchronizes the device)."""
+        """Let go of ``chunk``: its memory goes back to the GPU (``cudaFree``: it
+        synchronizes the device) at once, or, under CuPy, once no array over it is left."""
 
     @abc.abstractmethod
     def trim(self) -> None:

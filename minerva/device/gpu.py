@@ -18,7 +18,7 @@ import numpy
 
 from minerva.common.errors import DeviceError
 from minerva.common.logging import get_logger
-from minerva.device.cuda_layer import CudaLayer
+from minerva.device.cuda_layer import CUDA_ERROR_NOT_READY, STICKY_CUDA_ERRORS, CudaLayer
 from minerva.device.gpu_device import GpuDevice
 from minerva.device.gpu_memory import DeviceAllocator
 
@@ -33,6 +33,21 @@ CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
 SPIN_WAIT = True
 """Completion threads spin while they wait on an event (lowest latency, one busy core per
 waiting thread); False makes them sleep (``cudaEventBlockingSync``)."""
+
+
+class DeviceMemory:
+    """One ``cudaMalloc`` (a ``cupy.cuda.Memory``), as the allocator's chunk. Arrays over it
+    refer to this object, so CuPy frees the memory (``cudaFree``) once the allocator and
+    every such array let go of it; it can be weakly referenced (the allocator counts real
+    frees)."""
+
+    __slots__ = ("memory", "ptr", "nbytes", "device_id", "__weakref__")
+
+    def __init__(self, memory, nbytes: int, device_id: int):
+        self.memory = memory
+        self.ptr = memory.ptr
+        self.nbytes = nbytes
+        self.device_id = device_id
 
 
 class CupyLayer(CudaLayer):
@@ -65,6 +80,17 @@ class CupyLayer(CudaLayer):
             free, total = self.runtime.memGetInfo()
         return int(free), int(total)
 
+    def context_error(self, ordinal: int):
+        """``cudaStreamQuery`` of the GPU's legacy stream (it does not wait): on a lost
+        context it returns the context's error, as switching to the GPU may raise it."""
+        runtime = self.runtime
+        try:
+            with self.cupy.cuda.Device(ordinal):
+                status = runtime.streamQuery(0)
+        except Exception as err:  # a lost context fails setting the device too
+            return err if self.is_sticky(err) else None
+        return runtime.CUDARuntimeError(status) if status in STICKY_CUDA_ERRORS else None
+
     # ---- streams and events ----------------------------------------------------------------
 
     def new_stream(self, ordinal: int):
@@ -92,29 +118,39 @@ class CupyLayer(CudaLayer):
         event.synchronize()
 
     def query(self, event) -> bool:
-        """``cudaEventQuery`` (raises the context's error, if any)."""
-        return bool(event.done)
+        """``cudaEventQuery``: True when done, False when not ready, else raise its status as
+        a ``CUDARuntimeError`` (CuPy's ``runtime.eventQuery`` returns the status unchecked,
+        and ``Event.done`` only compares it with success)."""
+        status = self.runtime.eventQuery(event.ptr)
+        if status == CUDA_ERROR_NOT_READY:
+            return False
+        self.runtime.check_status(status)  # raises unless cudaSuccess
+        return True
 
     def launch(self, stream, kernel) -> None:
-        """Call ``kernel()``: CuPy queues the kernels it launches on the current stream,
-        which the calling thread has bound to ``stream``."""
-        kernel()
+        """Call ``kernel()`` with ``stream`` current: CuPy queues the kernels it launches on
+        the current stream (entering a stream of another device than the current one
+        raises)."""
+        with stream:
+            kernel()
 
     @contextlib.contextmanager
     def bind(self, ordinal: int, stream, allocator):
-        """Current device, current stream and CuPy's allocator hook of this thread."""
+        """Current device, current stream and CuPy's allocator hook of this thread. On a
+        lost context leaving raises too: CuPy restores the previous stream and device with
+        ``cudaGetDevice``/``cudaSetDevice``, which return the context's error."""
         cuda = self.cupy.cuda
         with cuda.Device(ordinal), stream, cuda.using_allocator(allocator):
             yield
 
     # ---- memory ----------------------------------------------------------------------------
 
-    def malloc(self, ordinal: int, nbytes: int):
-        """A ``cupy.cuda.Memory`` chunk (freed by CuPy once nothing refers to it)."""
+    def malloc(self, ordinal: int, nbytes: int) -> DeviceMemory:
+        """A ``cupy.cuda.Memory`` of the GPU, in a :class:`DeviceMemory`."""
         cuda = self.cupy.cuda
         try:
             with cuda.Device(ordinal):
-                return cuda.Memory(nbytes)
+                return DeviceMemory(cuda.Memory(nbytes), nbytes, ordinal)
         except self.runtime.CUDARuntimeError as err:
             if err.status == CUDA_ERROR_MEMORY_ALLOCATION:
                 raise MemoryError(f"cudaMalloc of {nbytes} bytes on GPU {ordinal} "
@@ -122,8 +158,9 @@ class CupyLayer(CudaLayer):
             raise
 
     def free(self, chunk) -> None:
-        """Nothing to call: CuPy frees the chunk (``cudaFree``) when its last reference
-        (the allocator's slab, any view) is gone."""
+        """Nothing to call: CuPy frees the chunk's memory (``cudaFree``) when the chunk's
+        last reference (the allocator's slab, an array over it) is gone — at once, unless
+        an array over it is still alive (freeing it then would leave that array dangling)."""
 
     def trim(self) -> None:
         """Empty CuPy's own memory pools (device and pinned: memory that CuPy code outside
@@ -133,9 +170,10 @@ class CupyLayer(CudaLayer):
         self.cupy.get_default_pinned_memory_pool().free_all_blocks()
 
     def view(self, chunk, offset: int, nbytes: int, shape: tuple, dtype):
-        """A CuPy array over the chunk's bytes at ``offset``."""
-        pointer = self.cupy.cuda.MemoryPointer(chunk, offset)
-        return self.cupy.ndarray(shape, dtype, memptr=pointer)
+        """A CuPy array over the chunk's bytes at ``offset`` (it keeps the chunk alive)."""
+        cuda = self.cupy.cuda
+        memory = cuda.UnownedMemory(chunk.ptr, chunk.nbytes, chunk, chunk.device_id)
+        return self.cupy.ndarray(shape, dtype, memptr=cuda.MemoryPointer(memory, offset))
 
     def temporary(self, chunk, offset: int, nbytes: int, owner):
         """A MemoryPointer over unowned memory that keeps ``owner`` alive."""

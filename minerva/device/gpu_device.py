@@ -20,15 +20,19 @@ A :class:`GpuDevice` owns, on one physical GPU (``physical``):
 
 Errors: an error raised while queuing fails the op alone (reported when its event
 completed, so the work it queued is done before anything it touched is freed). A CUDA
-error that poisons the context (``CudaLayer.is_sticky``: illegal address, launch failure)
-marks the device *failed*: its pending and later ops fail with a DeviceError saying the
-process must restart to use this GPU again; other devices keep working.
+error that poisons the context (``CudaLayer.sticky_error``: illegal address, launch
+failure, or any error raised while the context is lost, a cuBLAS status included) marks
+the device *failed*: its pending and later ops fail with a DeviceError saying the process
+must restart to use this GPU again; other devices keep working. On a lost context any CUDA
+call may raise — leaving a thread's binding too — so every failure path still reports
+each op, the launcher and settler threads end, and ``shutdown`` returns within its timeout.
 
 The naive engine calls :meth:`run_inline`: the op is queued from the caller's thread, which
 then waits for it.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -48,6 +52,8 @@ COMPUTE_STREAM = "compute"
 STREAMS = (COMPUTE_STREAM, COPY_STREAM)
 COPY_STREAM_OPS = frozenset({"copy", "from_host"})
 """Ops that only move bytes: they run on the copy stream."""
+STOP_TIMEOUT = 10.0
+"""Seconds ``shutdown`` waits for the device's threads when not told."""
 
 
 class GpuDevice(Device):
@@ -104,10 +110,13 @@ class GpuDevice(Device):
         """Queue ``op`` from the calling thread and wait for it (the naive engine)."""
         if self.failed is not None:
             return self.failed
-        with self.layer.bind(self.physical, self.streams[COMPUTE_STREAM], self.temporaries):
-            if op.op_def.deferred:
-                return super().run_inline(op, track)
-            record = self._launch(op)
+        try:
+            with self._bound(self.streams[COMPUTE_STREAM]):
+                if op.op_def.deferred:
+                    return super().run_inline(op, track)
+                record = self._launch(op)
+        except Exception as err:  # the GPU cannot be bound: the op never ran
+            return self._launch_error(err)
         return self._settle_now(record)
 
     def urge(self, delta: int) -> None:
@@ -153,7 +162,7 @@ class GpuDevice(Device):
         if view is None:
             return self.copies.read_back(array)
         stream, xp = self.streams[COMPUTE_STREAM], self.xp
-        with self.layer.bind(self.physical, stream, self.temporaries):
+        with self._bound(stream):
             source = self.view(array, view)
             packed = xp.empty(source.shape, source.dtype)
             self.layer.launch(stream, lambda: xp.copyto(packed, source))
@@ -213,44 +222,74 @@ class GpuDevice(Device):
             trim()
         return released
 
-    def shutdown(self, timeout: float | None = None) -> None:
+    def shutdown(self, timeout: float | None = STOP_TIMEOUT) -> None:
         """Stop the launcher after the ops already queued, then the settler after their
-        completions; return cached memory to the GPU."""
+        completions, all within ``timeout`` seconds; then return cached memory to the GPU
+        (kept when a thread did not stop: work still queued may use it)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         self._inbox.put(STOP)
         self._launcher.join(timeout)
-        if self._launcher.is_alive():
+        launcher_stopped = not self._launcher.is_alive()
+        if not launcher_stopped:
             log.warning("gpu_launcher_did_not_stop", device=self.device_id)
-        self._settler.stop(timeout)
-        self.release_all()
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if self._settler.stop(left) and launcher_stopped:
+            self.release_all()
+        else:
+            log.warning("gpu_memory_kept", device=self.device_id,
+                        reason="work may still be queued")
 
     # ---- launching (launcher thread, or the caller in run_inline) --------------------------
 
     def _launch_loop(self) -> None:
         np.seterr(all="ignore")  # host-side NumPy in ops (random draws): no FP warnings
-        try:
-            with self.layer.bind(self.physical, self.streams[COMPUTE_STREAM],
-                                 self.temporaries):
+        try:  # only binding raises: serving never does, nor does leaving the binding
+            with self._bound(self.streams[COMPUTE_STREAM]):
                 self._serve()
         except Exception as err:  # the GPU cannot be used from this thread at all
             log.error("gpu_launcher_failed", device=self.device_id, error=repr(err))
             self._refuse_all(err)
 
     def _serve(self) -> None:
-        get, launch, hand_over = self._inbox.get, self._launch, self._hand_over
+        """Launch each op until STOP; whatever raises fails that op only."""
+        get, serve_one = self._inbox.get, self._serve_one
         while True:
             op = get()
             if op is STOP:
                 return
-            refused = self.cancelled or self.failed
-            if refused is not None:
-                self._tell(op, refused)
-            elif op.op_def.deferred:  # another thread reports it finished
-                ordering = Launched(op, COMPUTE_STREAM, 0)
-                for data in op.inputs:  # its thread follows the compute stream
-                    self.order_after(data, COMPUTE_STREAM, ordering)
-                self.start_deferred(op)
-            else:
-                hand_over(launch(op))
+            try:
+                serve_one(op)
+            except Exception as err:  # a bug: this op fails, the launcher goes on
+                log.exception("gpu_launch_failed", device=self.device_id, op=repr(op))
+                self._tell(op, self._launch_error(err))
+
+    def _serve_one(self, op) -> None:
+        refused = self.cancelled or self.failed
+        if refused is not None:
+            self._tell(op, refused)
+        elif op.op_def.deferred:  # another thread reports it finished
+            ordering = Launched(op, COMPUTE_STREAM, 0)
+            for data in op.inputs:  # its thread follows the compute stream
+                self.order_after(data, COMPUTE_STREAM, ordering)
+            self.start_deferred(op)
+        else:
+            self._hand_over(self._launch(op))
+
+    @contextlib.contextmanager
+    def _bound(self, stream):
+        """The calling thread bound to this GPU, ``stream`` and the temporaries' allocator
+        for a ``with`` block. Leaving never raises: on a lost context restoring the
+        thread's device and stream fails, and marks the device failed."""
+        binding = self.layer.bind(self.physical, stream, self.temporaries)
+        binding.__enter__()
+        try:
+            yield
+        finally:
+            try:
+                binding.__exit__(None, None, None)
+            except Exception as err:
+                log.warning("gpu_unbind_failed", device=self.device_id, error=repr(err))
+                self._launch_error(err)
 
     def _hand_over(self, record: Launched) -> None:
         """Give the record to the settler, then report the op launched (its consumers on
@@ -281,7 +320,7 @@ class GpuDevice(Device):
             else:
                 self._queue_kernel(op, record)
         except Exception as err:  # stored on the op's outputs by the engine
-            record.error = record.error or self._launch_error(err)
+            self._keep_error(record, err)
         finally:
             self.temporaries.running(None)
             self.temporaries.drain()
@@ -301,7 +340,7 @@ class GpuDevice(Device):
                 if check is not None:  # a device-side check: read when the op settles
                     record.checks.append(self.copies.stage_flag(check, stream))
             except Exception as err:
-                record.error = record.error or self._launch_error(err)
+                self._keep_error(record, err)
         self.layer.launch(stream, kernel)
 
     def _record(self, record: Launched) -> None:
@@ -312,7 +351,7 @@ class GpuDevice(Device):
             self.layer.record(event, self.streams[record.stream_name])
         except Exception as err:
             log.error("gpu_event_record_failed", device=self.device_id, error=repr(err))
-            record.error = record.error or self._launch_error(err)
+            self._keep_error(record, err)
             if record.keep:
                 self.held.hold(record.keep, [None])  # its end cannot be marked: never reuse
                 record.keep = []
@@ -326,14 +365,23 @@ class GpuDevice(Device):
 
     def read_back_error(self, err: BaseException, nbytes: int) -> DeviceError:
         """The DeviceError to raise when reading ``nbytes`` back to the host failed."""
-        if self.layer.is_sticky(err):
-            return self._fail(err)
+        sticky = self.layer.sticky_error(err, self.physical)
+        if sticky is not None:
+            return self._fail(sticky)
         return DeviceError(f"GPU {self.physical}: reading back {nbytes} bytes to the host "
                            f"failed: {err}")
 
+    def _keep_error(self, record: Launched, err: BaseException) -> None:
+        """Note ``err`` (raised launching ``record``'s op): the record's first error stays,
+        but a sticky one fails the device whatever came before it."""
+        error = self._launch_error(err)
+        if record.error is None:
+            record.error = error
+
     def _launch_error(self, err: BaseException) -> BaseException:
-        if self.layer.is_sticky(err):
-            return self._fail(err)
+        sticky = self.layer.sticky_error(err, self.physical)
+        if sticky is not None:
+            return self._fail(sticky)
         return detach_traceback(err)
 
     def _fail(self, err: BaseException) -> DeviceError:
@@ -376,8 +424,9 @@ class GpuDevice(Device):
 
     def _settle_failure(self, err: BaseException, record: Launched):
         """An error raised waiting for ``record``: ``(error, fatal)`` for the settler."""
-        if self.layer.is_sticky(err):
-            return self._fail(err), True
+        sticky = self.layer.sticky_error(err, self.physical)
+        if sticky is not None:
+            return self._fail(sticky), True
         name = record.op.op_def.name if record.op is not None else "?"
         return DeviceError(f"GPU {self.physical} failed running op '{name}': {err}"), False
 
@@ -386,7 +435,8 @@ class GpuDevice(Device):
             try:
                 self.layer.synchronize(record.event)
             except Exception as err:
-                record.error = record.error or self._settle_failure(err, record)[0]
+                error = self._settle_failure(err, record)[0]
+                record.error = record.error or error
         record.settled = True
         error = record.outcome()
         self._times([record], time.perf_counter_ns(), record)

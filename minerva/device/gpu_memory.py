@@ -1,12 +1,13 @@
 """The store's allocator over one GPU: :class:`DeviceAllocator` takes the GPU's memory in large
 *slabs* and hands the store ranges of them, so ``cudaMalloc`` runs rarely and ``cudaFree``
 (which synchronizes the whole device) only when memory runs out, on ``mv.release_all`` and
-at shutdown. A range the store gives back is *fenced* until the device's streams passed that
-moment (queued kernels may still read a temporary in it).
+at shutdown, for idle slabs. A range the store gives back is *fenced* until the device's
+streams passed that moment (queued kernels may still read a temporary in it).
 """
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any, Callable
 
 from minerva.common.logging import get_logger
@@ -93,7 +94,9 @@ class DeviceAllocator:
     device) records an event on each of its streams, and the range is reused only once those
     completed. When the GPU has no memory left, the allocator waits for its fences, frees
     idle slabs, trims CuPy's own pools, collects garbage and tries once more before raising
-    MemoryError. ``_lock`` guards the slabs, their free ranges and the fenced ranges.
+    MemoryError. ``_lock`` guards the slabs, their free ranges and the fenced ranges;
+    ``_freed`` (the sizes of slabs whose memory is gone, appended by finalizers, which
+    must not take the lock) needs none.
     """
 
     kind = "cuda"
@@ -108,7 +111,7 @@ class DeviceAllocator:
         self._fenced: list[tuple[Chunk, list]] = []
         self._lock = threading.Lock()
         self.n_slabs_made = 0
-        self.n_slabs_freed = 0
+        self._freed: list[int] = []
 
     # ---- the Allocator protocol --------------------------------------------------------------
 
@@ -155,15 +158,14 @@ class DeviceAllocator:
             self._free_slab(slab)
         return sum(slab.nbytes for slab in idle)
 
-    def release_everything(self) -> None:
-        """At shutdown, after the device's work is done: free every slab."""
-        with self._lock:
-            slabs, self._slabs, self._fenced = self._slabs, [], []
-        for slab in slabs:
-            self._free_slab(slab)
+    @property
+    def n_slabs_freed(self) -> int:
+        """Slabs whose memory went back to the GPU: let go of by ``trim`` and gone (under
+        CuPy, once no array over them is left)."""
+        return len(self._freed)
 
     def stats(self) -> dict:
-        """Slabs held and their bytes, and ``cudaMalloc``/``cudaFree`` calls made."""
+        """Slabs held and their bytes, slabs made (``cudaMalloc``) and freed."""
         with self._lock:
             return {"n_slabs": len(self._slabs),
                     "slab_bytes": sum(s.nbytes for s in self._slabs),
@@ -214,6 +216,7 @@ class DeviceAllocator:
 
     def _new_slab(self, nbytes: int, size: int) -> Chunk:
         memory = self.layer.malloc(self.ordinal, nbytes)
+        weakref.finalize(memory, self._freed.append, nbytes)
         slab = Slab(memory, nbytes)
         offset = slab.take(size)
         with self._lock:
@@ -253,9 +256,9 @@ class DeviceAllocator:
             return True
 
     def _free_slab(self, slab: Slab) -> None:
+        """Let go of an idle slab (counted in ``n_slabs_freed`` once its memory is gone)."""
         try:
             self.layer.free(slab.memory)
         except Exception as err:  # a failed GPU cannot free; the process will end
             log.warning("gpu_free_failed", ordinal=self.ordinal, error=repr(err))
-        with self._lock:
-            self.n_slabs_freed += 1
+        slab.memory = None

@@ -1,7 +1,8 @@
 """gpu: minerva on one GPU against raw CuPy and PyTorch eager, in one run.
 
-1. Per-op overhead: a chain of dependent tiny ops (``x = x + 1`` on 1024 floats) and a batch
-   of independent ones, as minerva ops on a GPU device and as raw CuPy launches.
+1. Per-op overhead: a chain of dependent tiny ops (``x = x + 1`` on 1024 float32s) and a
+   batch of independent ones, as minerva ops on a GPU device and as raw CuPy launches (the
+   same dtype on both sides: ``PER_OP_DTYPE``).
 2. One MNIST CNN training step, batch 256 (the model of ``apps/mnist_cnn.py``: conv 3x3 32,
    relu, max pool 2, conv 3x3 64, relu, max pool 2, dense 3136-256, relu, dense 256-10,
    softmax cross-entropy, SGD): images/s of
@@ -34,6 +35,8 @@ FLAT = CHANNELS[2] * 7 * 7
 LR = 0.01
 CONV = dict(stride=(1, 1), pad=(1, 1))
 POOL = dict(kernel=(2, 2), stride=None, pad=(0, 0))
+PER_OP_DTYPE = np.float32
+PER_OP_SIZE = 1024
 
 
 # ---- the training step, written once for minerva and for raw CuPy --------------------------
@@ -193,27 +196,28 @@ def torch_steps(torch, host, n_steps):
 
 
 def per_op(cupy, n_ops: int, repeat: int) -> dict:
-    """Microseconds per tiny op: dependent chain and independent batch, minerva vs CuPy."""
+    """Microseconds per tiny op: dependent chain and independent batch, minerva vs CuPy,
+    both on ``PER_OP_SIZE`` elements of ``PER_OP_DTYPE``."""
     def mv_chain():
-        x = mv.zeros(1024)
+        x = mv.zeros(PER_OP_SIZE, dtype=PER_OP_DTYPE)
         for _ in range(n_ops):
             x = x + 1
         x.wait()
 
     def mv_batch():
-        base = mv.zeros(1024)
+        base = mv.zeros(PER_OP_SIZE, dtype=PER_OP_DTYPE)
         outs = [base + i for i in range(n_ops)]
         mv.wait_for_all()
         del outs
 
     def cp_chain():
-        x = cupy.zeros(1024, np.float32)
+        x = cupy.zeros(PER_OP_SIZE, PER_OP_DTYPE)
         for _ in range(n_ops):
             x = x + 1
         cupy.cuda.runtime.deviceSynchronize()
 
     def cp_batch():
-        base = cupy.zeros(1024, np.float32)
+        base = cupy.zeros(PER_OP_SIZE, PER_OP_DTYPE)
         outs = [base + i for i in range(n_ops)]
         cupy.cuda.runtime.deviceSynchronize()
         del outs
@@ -257,7 +261,7 @@ def run(args) -> dict:
     versions = _versions(cupy, torch)
     print(f"\n== gpu on {versions['gpu']} (CuPy {versions['cupy']}, torch {versions['torch']})")
     ops = per_op(cupy, 200 if args.quick else 1000, args.repeat)
-    table("per-op cost, us/op (1024 floats)",
+    table(f"per-op cost, us/op ({PER_OP_SIZE} {np.dtype(PER_OP_DTYPE).name})",
           [("dependent chain", f"{ops['mv_chain']:.1f}", f"{ops['cp_chain']:.1f}"),
            ("independent batch", f"{ops['mv_batch']:.1f}", f"{ops['cp_batch']:.1f}")],
           ("graph", "minerva", "raw cupy"))
