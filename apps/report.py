@@ -97,15 +97,16 @@ class Progress:
 
 # ---------------------------------------------------------------- optional extras
 def trace_api():
-    """minerva's trace module (``mv.trace``); AppError when this minerva has none."""
-    trace = getattr(mv, "trace", None)
+    """minerva's profiler (``mv.profiler``, which writes Chrome traces); AppError when this
+    minerva has none."""
+    trace = getattr(mv, "profiler", None)
     if trace is None:
         try:
-            import minerva.trace as trace
+            import minerva.profiler as trace
         except ImportError:
             trace = None
     if not (hasattr(trace, "start") and hasattr(trace, "stop")):
-        raise AppError("--trace needs minerva's trace API (mv.trace.start/stop), which "
+        raise AppError("--trace needs minerva's trace API (mv.profiler.start/stop), which "
                        "this installation of minerva does not have")
     return trace
 

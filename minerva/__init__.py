@@ -3,6 +3,12 @@ on CPU devices (NumPy) and NVIDIA GPUs (CuPy), one device or many.
 
 ``import minerva as np`` runs a NumPy program; ``import minerva as mv`` for the rest. See
 API.md and doc/ for the contract.
+
+The namespace is every name of each chapter's ``__all__`` (``CHAPTERS``: the chapters of
+the NumPy face, ``minerva.api``, one per chapter of NumPy's "Routines" page, and the
+runtime's functions), found through ``__getattr__``; the sub-namespaces (``mv.linalg``,
+``mv.random``, ``mv.nn``, ``mv.optim``, ``mv.autograd``, ``mv.profiler``, ``mv.dtypes``) are
+imported below. ``minerva.api.methods`` installs NArray's operators and methods.
 """
 import os as _os
 import sys as _sys
@@ -11,41 +17,49 @@ import sys as _sys
 # the cores a CPU device's other kernel threads need; read once, when NumPy loads it.
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-from minerva import autograd, methods, nn, optim, random, trace  # noqa: F401  (methods: operators)
-from minerva.jit import JitError, jit  # noqa: F401
-from minerva.common.errors import (  # noqa: F401
-    CancelledError, DeviceError, DTypeError, MinervaError, OpError, OutOfMemoryError,
-    ShapeError, WaitTimeoutError)
-from minerva.creation import (  # noqa: F401
-    arange, array, asarray, ascontiguousarray, asfortranarray, copy, empty, empty_like,
-    from_numpy, full, full_like, ones, ones_like, rand, randb, randn, zeros, zeros_like)
-from minerva.functions import (  # noqa: F401
-    all, amax, amin, any, argmax, argmin, astype, broadcast_arrays, broadcast_to, clip,
-    concat, concatenate, dot, expand_dims, matmul, max, mean, min, moveaxis, permute_dims,
-    nonzero, prod, ravel, reshape, squeeze, stack, sum, swapaxes, transpose, where)
-from minerva.narray import NArray  # noqa: F401
-from minerva.runtime import (  # noqa: F401
-    create_cpu_device, create_gpu_device, current_device, dag_stats, device, device_info,
-    dump_dag, get_gpu_device_count, init, memory_stats, release_all, set_device, shutdown,
-    wait_for_all)
-from minerva.ufuncs import *  # noqa: F401,F403  (every element-wise function)
-from minerva.manipulation import *  # noqa: F401,F403
-from minerva.statistics import *  # noqa: F401,F403
-from minerva.linalg import *  # noqa: F401,F403
-from minerva.interop import *  # noqa: F401,F403
-from minerva.ufuncs import FUNCTIONS as _UFUNCS  # noqa: F401
+from minerva import autograd, linalg, nn, optim, profiler, random  # noqa: E402,F401
+from minerva import runtime as _runtime  # noqa: E402
+from minerva.api import dtypes  # noqa: E402
+from minerva.api import methods as _methods  # noqa: E402,F401  (NArray's methods, installed)
+from minerva.api import (  # noqa: E402
+    creation as _creation, errors as _errors, interop as _interop, logic as _logic,
+    missing as _missing, sets as _sets, sorting as _sorting, statistics as _statistics)
+from minerva.builder import device  # noqa: E402,F401  (mv.device, not the package)
+from minerva.api.core import (  # noqa: E402
+    creation as _core_creation, elementwise as _elementwise, indexing as _core_indexing,
+    manipulation as _core_manipulation, reductions as _reductions, ufuncs as _ufuncs)
+from minerva.api.indexing import generate as _generate, select as _select  # noqa: E402
+from minerva.api.manipulation import (  # noqa: E402
+    joins as _joins, shaping as _shaping, views as _views)
+from minerva.jit import JitError, jit  # noqa: E402,F401
+from minerva.linalg import products as _products  # noqa: E402
+from minerva.narray import NArray  # noqa: E402
 
-from numpy import errstate, geterr, geterrcall, seterr, seterrcall  # noqa: F401,E402
-# (NumPy's own: an op's kernel runs under the state of the thread that issued it)
+CHAPTERS = (
+    _core_manipulation, _core_indexing, _core_creation, _ufuncs, _elementwise, _reductions,
+    _creation, _select, _generate, _shaping, _joins, _views, _sorting, _sets, _logic,
+    _statistics, dtypes, _errors, _interop, _products, _runtime)
+"""The modules whose ``__all__`` make minerva's namespace."""
+
+NAMES = {name: getattr(chapter, name) for chapter in CHAPTERS for name in chapter.__all__}
+"""Every name of the namespace from ``CHAPTERS``, and what it names."""
 
 ndarray = NArray
 __version__ = "0.2.0"
+__all__ = sorted(set(NAMES) | {"NArray", "ndarray", "jit", "JitError", "autograd", "linalg",
+                               "nn", "optim", "profiler", "random", "dtypes"})
 autograd.install(_sys.modules[__name__])
-from minerva import interop as _interop, missing as _missing  # noqa: E402
-from minerva.dtypes import *  # noqa: F401,F403,E402
-_interop.install(globals())
+_interop.install(globals(), NAMES)
 
 
 def __getattr__(name):
-    """NumPy names minerva lacks: a clear AttributeError (minerva.missing)."""
-    raise _missing.missing_attribute(name)
+    """A name of the namespace (``NAMES``); for a NumPy name minerva lacks, a clear
+    AttributeError (``minerva.api.missing``)."""
+    try:
+        return NAMES[name]
+    except KeyError:
+        raise _missing.missing_attribute(name) from None
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(NAMES))

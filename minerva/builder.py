@@ -8,6 +8,12 @@ readers. It returns NArrays at once. Autograd and jit record at this seam.
 
 Writes (``out=``, in-place operators, item assignment) go through ``build`` too: the op
 overwrites the written array's buffer in place, seen through the written handle's view.
+Views build no op: ``minerva.api.core.manipulation.view_of`` makes a handle on the same
+storage and tells the seam (``note_view``).
+
+The seam is one of the few modules that touch NArray's private fields (see doc/design.md,
+"NArray's door"): the functions at the end give the rest of the face what it needs of the
+runtime (the current device, the devices, the default dtype).
 """
 from __future__ import annotations
 
@@ -19,12 +25,12 @@ import numpy as np
 
 from minerva.common.callsite import user_callsite
 from minerva.common.errors import DTypeError, ShapeError
+from minerva.current import Runtime, get_system, running
 from minerva.narray import NArray
 from minerva.ops import registry, views
 from minerva.ops.dtypes import SUPPORTED_KINDS, supported_dtype
 from minerva.ops.registry import ArraySpec
 from minerva.ops.views import laid_out, memory_order
-from minerva.system import Runtime, get_system, running
 
 EMPTY: dict = {}
 COPY = registry.get("copy")
@@ -211,6 +217,12 @@ def same_buffer(a: NArray, b: NArray) -> bool:
 
 # ---- array-likes --------------------------------------------------------------------------
 
+def check_open(x: NArray) -> None:
+    """MinervaError when ``x`` belongs to a runtime that was shut down (saying whether its
+    value was computed)."""
+    x._storage.engine.check_open(x._storage.current)
+
+
 def to_narray(value, what: str = "operand", dtype=None) -> NArray:
     """``value`` as an NArray: NArrays pass (cast when ``dtype`` differs); NumPy arrays,
     lists and scalars are copied onto the current device; anything else is a TypeError.
@@ -266,19 +278,27 @@ def to_device(x: NArray, device_id) -> NArray:
 
 
 @contextlib.contextmanager
-def on_device(device):
-    """Build this thread's ops of a ``with`` block on ``device`` (an id; ``None`` or NumPy's
-    ``"cpu"``: the current device)."""
-    if device is None or device == "cpu":
-        yield
-        return
+def device(device_id: int):
+    """Run this thread's ops of a ``with`` block on ``device_id`` (``mv.device``); the
+    thread's previous choice is restored on exit (other threads are not affected)."""
     system = running() or get_system()
     previous = system.chosen_device()
-    system.set_device(device)
+    system.set_device(device_id)
     try:
-        yield
+        yield device_id
     finally:
         system.set_device(previous)
+
+
+@contextlib.contextmanager
+def on_device(device_id):
+    """Build this thread's ops of a ``with`` block on ``device_id`` (an id; ``None`` or
+    NumPy's ``"cpu"``: the current device)."""
+    if device_id is None or device_id == "cpu":
+        yield
+        return
+    with device(device_id):
+        yield
 
 
 def placed(function):
@@ -292,3 +312,22 @@ def placed(function):
             return function(*args, **kwargs)
     return wrapper
 
+
+# ---- the runtime, as the face sees it ------------------------------------------------------
+
+def current_device() -> int:
+    """The id of the device this thread's new ops run on."""
+    return (running() or get_system()).current_device()
+
+
+def device_ids() -> list:
+    """The ids of the devices created so far (device 0 is created if none is)."""
+    system = running() or get_system()
+    system.current_device()
+    return [device.device_id for device in system.devices.all()]
+
+
+def default_dtype() -> np.dtype:
+    """The dtype of new floating arrays when none is given (``float64``, as NumPy's, unless
+    ``MINERVA_DEFAULT_DTYPE`` says otherwise)."""
+    return get_system().config.default_dtype

@@ -8,8 +8,13 @@ op registers it and returns at once; reading values (``to_numpy``, ``float``,
 handle on it goes, the runtime frees the value as soon as no pending op needs it.
 
 This module holds what needs no op: metadata and reading values. Operators and NumPy's
-methods are installed on the class by ``minerva.methods``, which builds ops through
-``minerva.builder``.
+methods are installed on the class from the one table of ``minerva.api.methods``, which
+builds ops through ``minerva.builder``.
+
+NArray's private fields are its inside: only a short list of modules touch them (this one,
+the seam ``minerva.builder``, ``minerva.api.core``, ``minerva.autograd`` and
+``minerva.jit``; see doc/design.md, "NArray's door"). The functions at the end are the
+door for the others.
 """
 from __future__ import annotations
 
@@ -49,7 +54,7 @@ class NArray:
         self._spec = spec
         self._grad_info = None
         self._readonly = False
-        self._owndata = True  # False for a view of another array (functions.view_of)
+        self._owndata = True  # False for a view of another array (api.core.manipulation.view_of)
 
     # ---- metadata (never blocks) --------------------------------------------------------
 
@@ -254,6 +259,20 @@ def _engine_of(x: NArray):
     return x._storage.engine
 
 
+def device_of(x: NArray):
+    """The device ``x`` lives on (its ``kind``, its array module ``xp`` ...)."""
+    return _engine_of(x).devices.get(x.device)
+
+
+def device_array(x: NArray):
+    """``(device, array)``: the device ``x`` lives on and ``x``'s current value there (the
+    device's own array, seen through ``x``'s view), once computed."""
+    data = x._storage.current
+    _engine_of(x).wait(data, None)
+    device = device_of(x)
+    return device, data.array if x._view is None else device.view(data.array, x._view)
+
+
 def check_timeout(timeout) -> None:
     """TypeError/ValueError now for a timeout that is not None or seconds >= 0."""
     if timeout is not None and (isinstance(timeout, bool)
@@ -263,4 +282,4 @@ def check_timeout(timeout) -> None:
         raise ValueError(f"timeout must be >= 0, got {timeout}")
 
 
-__all__ = ["NArray", "Flags", "HOST_READS", "check_timeout"]
+__all__ = ["NArray", "Flags", "HOST_READS", "check_timeout", "device_array", "device_of"]

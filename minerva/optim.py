@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import math
 
-from minerva import autograd, ufuncs
-from minerva.creation import copy, empty, zeros
+from minerva import autograd
+from minerva.api.core.creation import copy, empty, zeros
+from minerva.api.core.ufuncs import FUNCTIONS
+from minerva.builder import device
 from minerva.narray import NArray
-from minerva.runtime import device
+
+_MULTIPLY, _SQRT, _DIVIDE = FUNCTIONS["multiply"], FUNCTIONS["sqrt"], FUNCTIONS["divide"]
 
 __all__ = ["Optimizer", "SGD", "Adam"]
 
@@ -128,17 +131,17 @@ class Adam(Optimizer):
         if not state:
             state["m"], state["v"] = _zeros_like(p), _zeros_like(p)
         m, v = state["m"], state["v"]
-        tmp = ufuncs.multiply(d, 1.0 - beta1, out=_empty_like(p))
+        tmp = _MULTIPLY(d, 1.0 - beta1, out=_empty_like(p))
         m *= beta1
         m += tmp
-        ufuncs.multiply(d, d, out=tmp)
+        _MULTIPLY(d, d, out=tmp)
         tmp *= 1.0 - beta2
         v *= beta2
         v += tmp
-        ufuncs.sqrt(v, out=tmp)
+        _SQRT(v, out=tmp)
         tmp /= math.sqrt(1.0 - beta2 ** t)
         tmp += self.eps
-        ufuncs.divide(m, tmp, out=tmp)
+        _DIVIDE(m, tmp, out=tmp)
         tmp *= self.lr / (1.0 - beta1 ** t)
         p -= tmp
 

@@ -17,9 +17,9 @@ import threading
 import numpy as np
 
 from minerva import seeding
+from minerva.api.core.indexing import getitem, setitem
+from minerva.api.missing import missing_attribute
 from minerva.builder import host_array, upload
-from minerva.indexing import getitem, setitem
-from minerva.missing import missing_attribute
 from minerva.narray import HOST_READS, NArray
 from minerva.ops.dtypes import supported_dtype
 
@@ -190,11 +190,21 @@ def _global(name):
     return function
 
 
-for _name in _DRAWS + ("choice", "permutation", "shuffle", "bytes"):
-    globals()[_name] = _global(_name)
-ranf = sample = globals()["random_sample"]  # NumPy's module-level aliases
+FUNCTIONS = {name: _global(name) for name in _DRAWS + ("choice", "permutation", "shuffle",
+                                                        "bytes")}
+FUNCTIONS["ranf"] = FUNCTIONS["sample"] = FUNCTIONS["random_sample"]  # NumPy's aliases
+"""NumPy's module-level draws by name (``mv.random.normal`` ...), from the global
+generator: this module's attributes (see ``__getattr__``)."""
 
 
 def __getattr__(name):
-    """NumPy's random names minerva lacks: a clear AttributeError."""
-    raise missing_attribute(name, "random")
+    """The module-level draw ``name`` (``FUNCTIONS``); for NumPy's random names minerva
+    lacks, a clear AttributeError."""
+    try:
+        return FUNCTIONS[name]
+    except KeyError:
+        raise missing_attribute(name, "random") from None
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(FUNCTIONS))

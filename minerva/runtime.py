@@ -1,9 +1,9 @@
-"""Runtime functions of the public API: devices, synchronisation, statistics, shutdown."""
+"""Runtime functions of the public API: devices (``device``, the scoped switch, is the
+seam's: ``minerva.builder.device``), synchronisation, statistics, shutdown."""
 from __future__ import annotations
 
-import contextlib
-
 from minerva import system as _system
+from minerva.builder import device
 from minerva.common.errors import DeviceError
 from minerva.dag.printer import dump
 from minerva.narray import check_timeout
@@ -45,19 +45,6 @@ def set_device(device_id: int) -> None:
 def current_device() -> int:
     """The id of the device this thread's new ops run on."""
     return _system.get_system().current_device()
-
-
-@contextlib.contextmanager
-def device(device_id: int):
-    """Run this thread's ops of a ``with`` block on ``device_id``; the thread's previous
-    choice is restored on exit (other threads are not affected)."""
-    system = _system.get_system()
-    previous = system.chosen_device()
-    system.set_device(device_id)
-    try:
-        yield device_id
-    finally:
-        system.set_device(previous)
 
 
 def device_info(device_id: int) -> dict:

@@ -2,8 +2,10 @@
 
 The first use of the public API starts a System from ``MINERVA_*`` environment variables
 (or from ``minerva.init(**options)``); ``minerva.shutdown()`` stops it and a later use starts
-a fresh one. A child made by ``fork`` starts with no runtime: what it inherited belongs to
-the parent (``os.register_at_fork``).
+a fresh one. ``minerva.current`` holds the process's runtime (``Runtime``, ``get_system``,
+``running``: this module re-exports them) and starts it through ``start``. A child made by
+``fork`` starts with no runtime: what it inherited belongs to the parent
+(``os.register_at_fork``).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from minerva.common.config import Config
 from minerva.common.errors import DeviceError, MinervaError
 from minerva.common.hooks import HookBus
 from minerva.common.logging import configure_logging, get_logger
+from minerva.current import Runtime, get_system, running  # noqa: F401  (the process's runtime)
 from minerva.dag.physical_dag import PhysicalDag
 from minerva.device import blas
 from minerva.device.manager import DeviceManager
@@ -116,22 +119,6 @@ def _as_device_id(device_id) -> int:
     return device_id
 
 
-class Runtime:
-    """The process's one System (``system``, None until first use; hot paths read it
-    directly), started on first use; ``lock`` guards its start and stop."""
-
-    system: System | None = None
-    lock = threading.Lock()
-
-
-def get_system() -> System:
-    """The running System, started from the environment on first use."""
-    system = Runtime.system
-    if system is None:
-        system = start()
-    return system
-
-
 def start(**options) -> System:
     """Start the runtime with ``MINERVA_*`` settings overridden by ``options``; an error
     if one is already running with other options."""
@@ -156,11 +143,6 @@ def _check_setting_path(path: str) -> None:
         check_trace_path(path)
     except ValueError as exc:
         raise ValueError(f"bad value for MINERVA_TRACE={path!r}: {exc}") from None
-
-
-def running() -> System | None:
-    """The running System, or None."""
-    return Runtime.system
 
 
 def share_cores(n_processes: int) -> None:
@@ -210,5 +192,6 @@ def _forget_parent_runtime() -> None:
         system.engine.forget()
 
 
+Runtime.start = start  # get_system() starts the process's runtime through this
 os.register_at_fork(after_in_child=_forget_parent_runtime)
 atexit.register(stop)

@@ -192,7 +192,7 @@ def test_trace_flag(mnist_available, tmp_path):
     try:
         report.trace_api()
     except common.AppError:
-        assert done.returncode == 2 and "mv.trace" in done.stderr
+        assert done.returncode == 2 and "mv.profiler" in done.stderr
         return
     assert done.returncode == 0, done.stderr[-2000:]
     assert path.stat().st_size > 0

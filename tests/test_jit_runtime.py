@@ -211,11 +211,11 @@ def test_a_trace_shows_one_jit_replay_slice_per_segment_replay(engine, tmp_path)
     jitted = mv.jit(f)
     x = mv.ones(4)
     jitted(x).wait()
-    mv.trace.start(str(tmp_path / "t.json"))
+    mv.profiler.start(str(tmp_path / "t.json"))
     for _ in range(3):
         jitted(x)
     mv.wait_for_all(timeout=30)
-    with open(mv.trace.stop(), encoding="utf-8") as path:
+    with open(mv.profiler.stop(), encoding="utf-8") as path:
         trace = json.load(path)
     check_chrome_trace(trace)
     replays = [e for e in op_slices(trace) if e["args"]["op"] == "jit_replay"]

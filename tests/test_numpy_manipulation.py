@@ -9,7 +9,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import minerva as mv
-from minerva import manipulation
 
 FAST = settings(max_examples=15, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -241,8 +240,7 @@ def test_diagonal_is_a_copy_trace_reads_through_views(engine):
     d[...] = 0  # NumPy refuses this write (read-only view); minerva's copy takes it
     assert_same(base, A34.astype(float))
     assert_same(mv.flip(base)[::2].trace(), np.trace(np.flip(A34.astype(float))[::2]))
-    # the function is minerva.manipulation.trace: mv.trace is the tracing module
-    assert_same(manipulation.trace(base, 1, 1, 0), np.trace(A34.astype(float), 1, 1, 0))
+    assert_same(mv.trace(base, 1, 1, 0), np.trace(A34.astype(float), 1, 1, 0))
     out = mv.zeros(())
     base.trace(out=out)
     assert_same(out, np.trace(A34).astype(float))

@@ -207,7 +207,7 @@ def test_a_bad_minerva_trace_path_refuses_to_start(monkeypatch, tmp_path):
 def test_shutdown_stops_every_thread_when_the_trace_cannot_be_written(tmp_path):
     folder = tmp_path / "gone"
     folder.mkdir()
-    mv.trace.start(str(folder / "t.json"))
+    mv.profiler.start(str(folder / "t.json"))
     (mv.ones(3) + 1).wait()
     folder.rmdir()
     with pytest.raises(OSError):

@@ -1,4 +1,4 @@
-"""mv.trace: recording through the hook bus, the Chrome trace it writes (structure,
+"""mv.profiler: recording through the hook bus, the Chrome trace it writes (structure,
 args, flows, counters, failures), MINERVA_TRACE, and a hand-built DAG whose critical path
 and busy fractions are known exactly."""
 from __future__ import annotations
@@ -66,10 +66,10 @@ def load(path) -> dict:
 def test_trace_of_two_devices_is_a_valid_chrome_trace(tmp_path, engine):
     mv.init(engine=engine)
     path = tmp_path / "run.json"
-    mv.trace.start(str(path))
+    mv.profiler.start(str(path))
     c = two_device_program()
     assert float(c) == 8.0 * 8 * 8 * 2
-    assert mv.trace.stop() == str(path)
+    assert mv.profiler.stop() == str(path)
     trace = load(path)
     check_chrome_trace(trace)
     ops = op_slices(trace)
@@ -89,9 +89,9 @@ def test_trace_of_two_devices_is_a_valid_chrome_trace(tmp_path, engine):
 
 def test_flows_link_each_producer_to_its_consumers(tmp_path):
     mv.init()
-    mv.trace.start(str(tmp_path / "t.json"))
+    mv.profiler.start(str(tmp_path / "t.json"))
     two_device_program().wait()
-    trace = load(mv.trace.stop())
+    trace = load(mv.profiler.stop())
     by_id = {e["args"]["node_id"]: e for e in op_slices(trace)}
     starts = {e["id"]: e for e in trace["traceEvents"] if e["ph"] == "s"}
     ends = {e["id"]: e for e in trace["traceEvents"] if e["ph"] == "f"}
@@ -112,14 +112,14 @@ def test_flows_link_each_producer_to_its_consumers(tmp_path):
 
 def test_memory_counters_follow_the_pool(tmp_path):
     mv.init()
-    mv.trace.start(str(tmp_path / "t.json"))
+    mv.profiler.start(str(tmp_path / "t.json"))
     dev = mv.create_cpu_device()
     with mv.device(dev):
         x = mv.zeros((256,))
         y = x + 1.0
         y.wait()
         in_use = mv.memory_stats(dev)["in_use_bytes"]
-    trace = load(mv.trace.stop())
+    trace = load(mv.profiler.stop())
     memory = [e for e in trace["traceEvents"]
               if e["ph"] == "C" and e["name"] == "memory in use"]
     assert memory and max(e["args"]["bytes"] for e in memory) >= 2 * 256 * 4
@@ -131,7 +131,7 @@ def test_memory_counters_follow_the_pool(tmp_path):
 
 def test_a_failed_op_is_marked_with_its_error_and_the_ops_it_poisoned(tmp_path):
     mv.init()
-    mv.trace.start(str(tmp_path / "t.json"))
+    mv.profiler.start(str(tmp_path / "t.json"))
     x = mv.ones(4)
     bad = build(TRACE_FAIL, [x], dict(message="boom"))
     worse = (bad + 1.0) * 2.0
@@ -139,7 +139,7 @@ def test_a_failed_op_is_marked_with_its_error_and_the_ops_it_poisoned(tmp_path):
     with pytest.raises(mv.OpError):
         worse.wait(timeout=30)
     fine.wait(timeout=30)
-    trace = load(mv.trace.stop())
+    trace = load(mv.profiler.stop())
     check_chrome_trace(trace)
     failed = [e for e in op_slices(trace) if "error" in e["args"]]
     assert len(failed) == 1
@@ -157,14 +157,14 @@ def test_an_op_running_at_the_stop_is_shown_unfinished_and_its_consumer_in_fligh
     _gate.clear()
     _entered.clear()
     mv.init()
-    mv.trace.start(str(tmp_path / "t.json"))
+    mv.profiler.start(str(tmp_path / "t.json"))
     x = mv.ones(4)
     x.wait(timeout=30)
     held = build(TRACE_HOLD, [x], dict(message=""))
     after = held + 1.0
     try:
         assert _entered.wait(30)
-        trace = load(mv.trace.stop())
+        trace = load(mv.profiler.stop())
     finally:
         _gate.set()
     after.wait(timeout=30)
@@ -176,17 +176,17 @@ def test_an_op_running_at_the_stop_is_shown_unfinished_and_its_consumer_in_fligh
 
 
 def test_start_twice_is_an_error_and_stop_without_start_does_nothing(tmp_path):
-    assert mv.trace.stop() is None
-    mv.trace.start(str(tmp_path / "a.json"))
+    assert mv.profiler.stop() is None
+    mv.profiler.start(str(tmp_path / "a.json"))
     with pytest.raises(mv.MinervaError, match="already being recorded"):
-        mv.trace.start(str(tmp_path / "b.json"))
-    assert mv.trace.stop() == str(tmp_path / "a.json")
-    assert mv.trace.stop() is None
+        mv.profiler.start(str(tmp_path / "b.json"))
+    assert mv.profiler.stop() == str(tmp_path / "a.json")
+    assert mv.profiler.stop() is None
 
 
 def test_shutdown_writes_the_trace_after_the_last_op(tmp_path):
     path = tmp_path / "t.json.gz"
-    mv.trace.start(str(path))
+    mv.profiler.start(str(path))
     x = mv.ones(16) * 3.0
     del x
     mv.shutdown(timeout=30)
@@ -215,24 +215,24 @@ def test_minerva_trace_env_var_records_the_whole_run(tmp_path):
 def test_recorded_events_hold_nothing_the_collector_tracks(tmp_path):
     """The overhead design: flat tuples of ints, strings and dtypes (see recorder)."""
     mv.init()
-    mv.trace.start(str(tmp_path / "t.json"))
+    mv.profiler.start(str(tmp_path / "t.json"))
     x = mv.ones((4, 4))
     y = (x @ x).sum(axis=0)
     y.wait()
     recorder = mv.system.get_system().tracer._recorder
-    mv.trace.stop()  # no event is recorded after this (a dispatcher may still be busy)
+    mv.profiler.stop()  # no event is recorded after this (a dispatcher may still be busy)
     gc.collect()
     events = recorder.snapshot()
     assert events and not any(gc.is_tracked(event) for event in events)
 
 
 def test_a_full_recorder_keeps_the_latest_events_and_says_so(tmp_path):
-    mv.trace.start(str(tmp_path / "t.json"), max_events=6)
+    mv.profiler.start(str(tmp_path / "t.json"), max_events=6)
     x = mv.zeros(4)
     for _ in range(10):
         x = x + 1.0
     assert float(x.sum()) == 40.0
-    trace = load(mv.trace.stop())
+    trace = load(mv.profiler.stop())
     check_chrome_trace(trace)
     assert trace["otherData"]["minerva"]["truncated"] is True
     assert op_slices(trace)[-1]["args"]["op"] == "sum"
@@ -270,8 +270,8 @@ def _bad_trace_paths(tmp_path) -> dict:
 def test_check_trace_path_refuses_a_path_it_cannot_write(tmp_path, case):
     path = _bad_trace_paths(tmp_path)[case]
     with pytest.raises(ValueError) as info:
-        mv.trace.check_trace_path(path)
-    assert isinstance(info.value, mv.trace.TracePathError)
+        mv.profiler.check_trace_path(path)
+    assert isinstance(info.value, mv.profiler.TracePathError)
     assert isinstance(info.value, mv.MinervaError)
     assert str(path) in str(info.value) and "\n" not in str(info.value)
 
@@ -279,31 +279,31 @@ def test_check_trace_path_refuses_a_path_it_cannot_write(tmp_path, case):
 @pytest.mark.parametrize("case", ["missing directory", "a directory", "parent is a file"])
 def test_start_refuses_a_bad_path_at_once_and_records_nothing(tmp_path, case):
     path = str(_bad_trace_paths(tmp_path)[case])
-    with pytest.raises(mv.trace.TracePathError, match="cannot write a trace to"):
-        mv.trace.start(path)
+    with pytest.raises(mv.profiler.TracePathError, match="cannot write a trace to"):
+        mv.profiler.start(path)
     assert mv.system.running() is None, "a refused start starts no runtime"
     mv.init()
     system = mv.system.get_system()
     with pytest.raises(ValueError) as info:
-        mv.trace.start(path)
+        mv.profiler.start(path)
     assert repr(path) in str(info.value)
     with pytest.raises(ValueError):
         tracing.start_system_trace(system, path)
     assert system.tracer is None and not system.hooks.active
-    assert mv.trace.stop() is None
+    assert mv.profiler.stop() is None
     assert float(mv.ones(3).sum()) == 3.0
 
 
 def test_check_trace_path_accepts_writable_paths(tmp_path, monkeypatch):
     existing = tmp_path / "old.json"
     existing.write_text("{}")
-    assert mv.trace.check_trace_path(tmp_path / "t.json.gz") == str(tmp_path / "t.json.gz")
-    assert mv.trace.check_trace_path(str(existing)) == str(existing)
+    assert mv.profiler.check_trace_path(tmp_path / "t.json.gz") == str(tmp_path / "t.json.gz")
+    assert mv.profiler.check_trace_path(str(existing)) == str(existing)
     monkeypatch.chdir(tmp_path)
-    assert mv.trace.check_trace_path("here.json") == "here.json"
+    assert mv.profiler.check_trace_path("here.json") == "here.json"
     assert not (tmp_path / "here.json").exists(), "checking creates nothing"
     with pytest.raises(TypeError):
-        mv.trace.check_trace_path(None)
+        mv.profiler.check_trace_path(None)
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
@@ -313,8 +313,8 @@ def test_check_trace_path_refuses_a_read_only_directory(tmp_path):
     locked.mkdir()
     locked.chmod(0o500)
     try:
-        with pytest.raises(mv.trace.TracePathError, match="not writable"):
-            mv.trace.check_trace_path(locked / "t.json")
+        with pytest.raises(mv.profiler.TracePathError, match="not writable"):
+            mv.profiler.check_trace_path(locked / "t.json")
     finally:
         locked.chmod(0o700)
 
@@ -337,37 +337,37 @@ def test_a_failed_write_is_logged_and_raised_after_the_trace_is_detached(tmp_pat
     target = tmp_path / "gone"
     target.mkdir()
     path = str(target / "t.json")
-    mv.trace.start(path)
+    mv.profiler.start(path)
     system = mv.system.get_system()
     listener = system.tracer._recorder
     (mv.ones(4) * 2.0).wait(timeout=30)
     shutil.rmtree(target)  # the directory goes away while the trace records
     with pytest.raises(OSError):
-        mv.trace.stop()
+        mv.profiler.stop()
     assert system.tracer is None and not system.hooks.active
     assert listener.t_stop is not None, "the recorder was closed"
     failed = [f for level, event, f in events.seen if event == "trace_write_failed"]
     assert [level for level, event, _f in events.seen
             if event == "trace_write_failed"] == ["error"]
     assert failed[0]["path"] == path and "FileNotFoundError" in failed[0]["error"]
-    assert mv.trace.stop() is None
+    assert mv.profiler.stop() is None
     again = str(tmp_path / "again.json")
-    mv.trace.start(again)
+    mv.profiler.start(again)
     assert float(mv.ones(2).sum()) == 2.0
-    assert mv.trace.stop() == again and os.path.exists(again)
+    assert mv.profiler.stop() == again and os.path.exists(again)
 
 
 @pytest.mark.parametrize("engine", ["dag", "naive"])
 def test_tiny_ops_are_traced_on_the_caller_track_without_op_nodes(tmp_path, engine):
     mv.init(engine=engine)
     dev = mv.create_cpu_device()
-    mv.trace.start(str(tmp_path / "t.json"))
+    mv.profiler.start(str(tmp_path / "t.json"))
     with mv.device(dev):
         x = mv.zeros(4)
         for _ in range(5):
             x = x + 1.0               # tiny: run at once by the calling thread
         assert x.to_numpy().tolist() == [5.0] * 4
-    trace = load(mv.trace.stop())
+    trace = load(mv.profiler.stop())
     check_chrome_trace(trace)
     adds = [e for e in op_slices(trace) if e["args"]["op"] == "add_scalar"]
     assert len(adds) == 5
@@ -392,9 +392,9 @@ def test_a_jit_replay_shows_its_steps_inside_its_slice(tmp_path):
     x = mv.ones((2, 4))
     for _ in range(2):                       # record, then replay once untraced
         step(x).wait()
-    mv.trace.start(str(tmp_path / "t.json"))
+    mv.profiler.start(str(tmp_path / "t.json"))
     assert step(x).to_numpy().tolist() == [[5.0] * 4] * 2
-    trace = load(mv.trace.stop())
+    trace = load(mv.profiler.stop())
     check_chrome_trace(trace)
     replay = next(e for e in op_slices(trace) if e["args"]["op"] == "jit_replay")
     steps = [e for e in trace["traceEvents"] if e.get("cat") == "jit-step"]

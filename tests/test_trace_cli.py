@@ -43,9 +43,9 @@ def train_two_devices(steps: int = 3) -> None:
 def recorded(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("trace") / "train.json")
     mv.shutdown()
-    mv.trace.start(path)
+    mv.profiler.start(path)
     train_two_devices()
-    mv.trace.stop()
+    mv.profiler.stop()
     mv.shutdown()
     return path
 
@@ -90,11 +90,11 @@ def test_failed_and_poisoned_ops_in_the_dag_and_summary(tmp_path, capsys):
     from minerva.builder import build
     from test_trace import TRACE_FAIL
     path = str(tmp_path / "fail.json")
-    mv.trace.start(path)
+    mv.profiler.start(path)
     bad = build(TRACE_FAIL, [mv.ones(3)], dict(message="boom"))
     with pytest.raises(mv.OpError):
         (bad * 2.0).wait(timeout=30)
-    mv.trace.stop()
+    mv.profiler.stop()
     graph = parse(run_cli(capsys, "dag", path))
     colors = {attrs["fillcolor"] for attrs in graph.nodes.values()}
     assert {"#f4a6a6", "#f9d7a6"} <= colors  # the failed op red, the poisoned orange

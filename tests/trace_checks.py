@@ -1,4 +1,4 @@
-"""Checks that a Chrome trace written by ``mv.trace`` will load in Perfetto: the schema of
+"""Checks that a Chrome trace written by ``mv.profiler`` will load in Perfetto: the schema of
 each event, slices properly nested on every track, flows bound to existing slices at
 both ends, counters never negative. ``check_chrome_trace`` returns the slices by track."""
 from __future__ import annotations

@@ -199,15 +199,6 @@ def _as_list(value) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-METHODS = {
-    "attach_grad": attach_grad,
-    "grad": property(grad_of),
-    "detach": detach,
-    "backward": lambda self, out_grad=None, retain_graph=False, train_mode=True:
-        backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode),
-}
-"""NArray's autograd methods (installed by ``minerva.methods``)."""
-
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
            "backward", "grad", "value_and_grad", "mark_variables", "AutogradError",
            "needs_grad"]

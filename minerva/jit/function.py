@@ -22,6 +22,7 @@ from minerva.builder import SEAM, build
 from minerva.common.callsite import format_callsite, user_callsite
 from minerva.common.errors import JitError
 from minerva.common.logging import get_logger
+from minerva.current import get_system
 from minerva.jit.cache import MAX_PLANS, PlanCache
 from minerva.jit.capture import ARG, TMP, Capture
 from minerva.jit.plan import segments_of
@@ -31,7 +32,6 @@ from minerva.narray import HOST_READS, NArray
 from minerva.ops import registry
 from minerva.ops.jit_op import JIT_REPLAY
 from minerva.ops.registry import ArraySpec
-from minerva.system import get_system
 
 log = get_logger("minerva.jit")
 _EMPTY, _COPY, _ASSIGN = registry.get("empty"), registry.get("copy"), registry.get("assign")

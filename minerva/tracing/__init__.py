@@ -1,8 +1,8 @@
 """Tracing: record what the runtime did and write it as a Chrome trace (open in Perfetto).
 
-    mv.trace.start("run.json")     # record from now on
+    mv.profiler.start("run.json")  # record from now on
     ...                            # any minerva program
-    mv.trace.stop()                # write run.json (also done by mv.shutdown())
+    mv.profiler.stop()             # write run.json (also done by mv.shutdown())
 
 ``MINERVA_TRACE=run.json`` records a whole run. The recorder only listens on the runtime's
 hook bus (``minerva.common.hooks``): it never drives execution, and with no trace running
@@ -125,7 +125,7 @@ def start_system_trace(system, path: str, max_events: int = MAX_EVENTS) -> Trace
     current = getattr(system, "tracer", None)
     if current is not None and current.recording:
         raise MinervaError(f"a trace is already being recorded to {current.path}; "
-                           "call mv.trace.stop() first")
+                           "call mv.profiler.stop() first")
     tracer = Tracer(system, path, max_events)
     system.tracer = tracer
     log.info("trace_started", path=path)

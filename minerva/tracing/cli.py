@@ -1,4 +1,4 @@
-"""``minerva-trace``: read a trace written by ``mv.trace`` / ``MINERVA_TRACE``.
+"""``minerva-trace``: read a trace written by ``mv.profiler`` / ``MINERVA_TRACE``.
 
     minerva-trace summary TRACE           busy %, idle gaps, top ops, copies, memory
     minerva-trace critical-path TRACE     the longest dependent chain, op by op

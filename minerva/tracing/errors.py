@@ -1,4 +1,4 @@
-"""The errors of the trace tools: a trace path refused at ``mv.trace.start``, and a trace
+"""The errors of the trace tools: a trace path refused at ``mv.profiler.start``, and a trace
 file ``minerva-trace`` cannot read. Both are MinervaErrors and ValueErrors (a bad
 argument or a bad input file); their messages are one line that names the path."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from minerva.common.errors import MinervaError
 
 class TracePathError(MinervaError, ValueError):
     """A trace cannot be written at this path: its directory is missing or not writable,
-    or the path is a directory. Raised by ``mv.trace.start`` before anything records."""
+    or the path is a directory. Raised by ``mv.profiler.start`` before anything records."""
 
 
 class TraceFileError(MinervaError, ValueError):

@@ -71,7 +71,7 @@ class Trace:
 
 
 def load(path: str) -> Trace:
-    """Load a trace file written by ``mv.trace`` (``.json`` or ``.json.gz``).
+    """Load a trace file written by ``mv.profiler`` (``.json`` or ``.json.gz``).
 
     Raises TraceFileError (a ValueError; its message is one line, ``PATH: what is
     wrong``) when the file cannot be read or is not a Chrome trace holding what the

@@ -1,4 +1,4 @@
-"""The check of a trace path, made when a trace starts (``mv.trace.start``,
+"""The check of a trace path, made when a trace starts (``mv.profiler.start``,
 ``MINERVA_TRACE``) so that a bad path fails at once rather than at ``stop``/shutdown."""
 from __future__ import annotations
 

@@ -169,9 +169,9 @@ def peak_bytes(app, host: dict, data: list, jitted: bool) -> dict:
     mv.set_device(mv.create_cpu_device())
     run, _, step = jit_steps(app, host, data, jitted)
     with tempfile.TemporaryDirectory() as tmp, threadpool_limits(1, user_api="blas"):
-        mv.trace.start(os.path.join(tmp, "trace.json"))
+        mv.profiler.start(os.path.join(tmp, "trace.json"))
         run()
-        with open(mv.trace.stop(), encoding="utf-8") as trace:
+        with open(mv.profiler.stop(), encoding="utf-8") as trace:
             events = json.load(trace)["traceEvents"]
     stats = mv.memory_stats()
     plan = step.stats()["plan_bytes"] if jitted else 0

@@ -3,7 +3,7 @@ independent ones) with tracing off and on, side by side, in turns; the ratio on/
 
 Only the workload is timed, as wall time and as the process's CPU time (all threads; less
 disturbed by other processes on a busy machine). Converting and writing the trace
-(``mv.trace.stop()``) happens after the run and is reported on its own, per recorded op.
+(``mv.profiler.stop()``) happens after the run and is reported on its own, per recorded op.
 """
 from __future__ import annotations
 
@@ -24,13 +24,13 @@ def _one_run(workload, path: str | None) -> tuple[float, float, float]:
     """Wall and CPU seconds of one run of ``workload`` (traced into ``path`` when set),
     and wall seconds spent stopping the trace."""
     if path:
-        mv.trace.start(path)
+        mv.profiler.start(path)
     wall, cpu = time.perf_counter(), time.process_time()
     workload()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     start = time.perf_counter()
     if path:
-        mv.trace.stop()
+        mv.profiler.stop()
     return wall, cpu, time.perf_counter() - start
 
 

@@ -78,6 +78,7 @@ def _labels_and_sizes(term: str, shape: tuple):
             axis += 1
 
 def sum_broadcast(ns, grad, shape: tuple):
+    """``grad`` summed over the axes along which an operand of ``shape`` was broadcast."""
     if grad.shape == tuple(shape):
         return grad
     lead = grad.ndim - len(shape)

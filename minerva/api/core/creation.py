@@ -1,0 +1,206 @@
+"""The basics of NumPy's array creation every chapter builds on: new arrays on the current
+device with NumPy's defaults: fills (``float64`` unless asked, or
+``MINERVA_DEFAULT_DTYPE``), copies of host data (dtype inferred as NumPy infers it, laid out
+in NumPy's memory orders), ``arange``; and the checks of dtypes and shapes. The rest of
+NumPy's creation functions are the chapter ``minerva.api.creation``."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from minerva.api.core.indexing import setitem
+from minerva.api.core.layout import check_order, copy_in, laid_out_as, upload_in
+from minerva.api.core.manipulation import reshape
+from minerva.builder import build, default_dtype, host_array, placed, to_narray
+from minerva.common.errors import ShapeError
+from minerva.narray import NArray
+from minerva.ops import registry
+from minerva.ops.dtypes import supported_dtype
+
+_FILL, _EMPTY = registry.get("fill"), registry.get("empty")
+_ARANGE = registry.get("arange")
+MAX_DIMS = 64
+
+
+def check_dtype(dtype, default=None) -> np.dtype:
+    """``dtype`` as a NumPy dtype minerva supports (bool, ints, floats, complex); None gives
+    ``default`` (the default float dtype when None)."""
+    if dtype is None:
+        return default_dtype() if default is None else supported_dtype(default)
+    return supported_dtype(dtype)
+
+
+def check_shape(shape) -> tuple:
+    """``shape`` (an int or a sequence of ints >= 0) as a tuple; ShapeError for shapes
+    NumPy refuses (negative, more than 64 dimensions, too many elements)."""
+    try:
+        dims = (operator.index(shape),) if not isinstance(shape, (tuple, list)) \
+            else tuple(operator.index(n) for n in shape)
+    except TypeError:
+        raise ShapeError(f"a shape is an int or a tuple of ints, got {shape!r}") from None
+    if any(n < 0 for n in dims):
+        raise ShapeError(f"negative dimensions are not allowed: {dims}")
+    if len(dims) > MAX_DIMS:
+        raise ShapeError(f"maximum supported dimension for an ndarray is currently "
+                         f"{MAX_DIMS}, found {len(dims)}")
+    size = 1
+    for n in dims:
+        size *= n
+    if size * 16 >= 1 << 63:
+        raise ShapeError(f"array is too big: shape {dims}")
+    return dims
+
+
+@placed
+def full(shape, fill_value, dtype=None) -> NArray:
+    """An array of ``shape`` filled with ``fill_value`` (a scalar, or an array broadcast to
+    ``shape``); the dtype is ``fill_value``'s unless given, as NumPy's ``full``."""
+    shape = check_shape(shape)
+    if isinstance(fill_value, NArray) or np.ndim(fill_value) > 0:
+        value = to_narray(fill_value, "full")
+        result = empty(shape, value.dtype if dtype is None else dtype)
+        setitem(result, Ellipsis, value)
+        return result
+    data = host_array(fill_value, "full", dtype)
+    return build(_FILL, [], {"shape": shape, "dtype": data.dtype, "value": data[()]})
+
+
+@placed
+def zeros(shape, dtype=None) -> NArray:
+    """An array of zeros (``float64`` unless ``dtype`` is given)."""
+    return build(_FILL, [], {"shape": check_shape(shape), "dtype": check_dtype(dtype),
+                             "value": 0})
+
+
+@placed
+def ones(shape, dtype=None) -> NArray:
+    """An array of ones (``float64`` unless ``dtype`` is given)."""
+    return build(_FILL, [], {"shape": check_shape(shape), "dtype": check_dtype(dtype),
+                             "value": 1})
+
+
+@placed
+def empty(shape, dtype=None) -> NArray:
+    """An array whose values are not set (``float64`` unless ``dtype`` is given)."""
+    return build(_EMPTY, [], {"shape": check_shape(shape), "dtype": check_dtype(dtype)})
+
+
+def _like(name, x, dtype, shape):
+    x = x if isinstance(x, NArray) else host_array(x, name)
+    return (x.shape if shape is None else shape), check_dtype(dtype, x.dtype)
+
+
+@placed
+def zeros_like(a, dtype=None, shape=None) -> NArray:
+    """Zeros of ``a``'s shape and dtype (unless given)."""
+    return zeros(*_like("zeros_like", a, dtype, shape))
+
+
+@placed
+def ones_like(a, dtype=None, shape=None) -> NArray:
+    """Ones of ``a``'s shape and dtype (unless given)."""
+    return ones(*_like("ones_like", a, dtype, shape))
+
+
+@placed
+def empty_like(a, dtype=None, shape=None) -> NArray:
+    """An unset array of ``a``'s shape and dtype (unless given)."""
+    return empty(*_like("empty_like", a, dtype, shape))
+
+
+@placed
+def full_like(a, fill_value, dtype=None, shape=None) -> NArray:
+    """``fill_value`` in ``a``'s shape and dtype (unless given)."""
+    shape, dtype = _like("full_like", a, dtype, shape)
+    return full(shape, fill_value, dtype)
+
+
+@placed
+def array(obj, dtype=None, copy=True, order="K") -> NArray:
+    """A new array holding ``obj`` (a list, NumPy array, scalar or NArray) on the current
+    device, laid out in memory order ``order`` as NumPy's (``minerva.api.core.layout``); the dtype
+    is inferred as NumPy infers it when not given. ``copy=None`` (or False) returns an
+    NArray itself when no cast and no other layout is needed; ``copy=False`` raises
+    ValueError when another layout is."""
+    order = check_order(order)
+    dtype = None if dtype is None else check_dtype(dtype)
+    if isinstance(obj, NArray):
+        return _from_narray(obj, dtype, copy, order)
+    if isinstance(obj, (list, tuple)) and _holds_narrays(obj):
+        return _from_narray(_stack_nested(obj, dtype), None, None, order)
+    return upload_in(host_array(obj, "array", dtype), order)
+
+
+def _from_narray(x: NArray, dtype, copy, order: str) -> NArray:
+    cast = to_narray(x, "array", dtype)
+    if laid_out_as(cast, order) and (copy is not True or cast is not x):
+        return cast
+    if copy is False and cast is x:
+        raise ValueError("Unable to avoid copy while creating an array as requested "
+                         f"(copy=False, order={order!r}): use copy=None to allow one")
+    return copy_in(cast, order)
+
+
+@placed
+def asarray(obj, dtype=None, order=None, *, copy=None) -> NArray:
+    """``obj`` as an NArray: an NArray itself when no cast and no other memory order is
+    needed, else a new array."""
+    return array(obj, dtype, copy=copy, order=check_order(order))
+
+
+from_numpy = array
+
+
+def _holds_narrays(obj) -> bool:
+    return any(isinstance(x, NArray) or (isinstance(x, (list, tuple)) and _holds_narrays(x))
+               for x in obj)
+
+
+def _stack_nested(obj, dtype) -> NArray:
+    parts = [array(x, dtype) for x in obj]
+    return build(registry.get("stack"), parts, {"axis": 0})
+
+
+@placed
+def ascontiguousarray(a, dtype=None) -> NArray:
+    """``a`` with its elements contiguous in C order, at least 1-D: ``a`` itself when it is
+    (a view of a 0-d array), else a copy."""
+    return _at_least_1d(asarray(a, dtype, order="C"))
+
+
+@placed
+def asfortranarray(a, dtype=None) -> NArray:
+    """``a`` with its elements contiguous in Fortran (column-major) order, at least 1-D:
+    ``a`` itself when it is (a view of a 0-d array), else a copy."""
+    return _at_least_1d(asarray(a, dtype, order="F"))
+
+
+def _at_least_1d(x: NArray) -> NArray:
+    return reshape(x, (1,)) if x.ndim == 0 else x
+
+
+@placed
+def copy(a, order="K", subok=False) -> NArray:
+    """A copy of ``a`` (a new storage) in memory order ``order``, as ``numpy.copy``
+    (``'K'``: the order of ``a``'s strides)."""
+    order = check_order(order)
+    if isinstance(a, NArray):
+        return copy_in(a, order)
+    return upload_in(host_array(a, "copy"), order)
+
+
+@placed
+def arange(start, stop=None, step=1, dtype=None) -> NArray:
+    """Evenly spaced values in ``[start, stop)``; dtype and length follow NumPy's arange."""
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ShapeError("arange: step must not be zero (Maximum allowed size exceeded)")
+    dtype = check_dtype(dtype, np.array([start, stop, step]).dtype)
+    return build(_ARANGE, [], {"start": start, "stop": stop, "step": step, "dtype": dtype})
+
+
+__all__ = ["arange", "array", "asarray", "ascontiguousarray", "asfortranarray", "copy",
+           "empty", "empty_like", "from_numpy", "full", "full_like", "ones", "ones_like",
+           "zeros", "zeros_like"]

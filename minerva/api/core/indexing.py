@@ -1,0 +1,218 @@
+"""``x[key]`` and ``x[key] = value``, by NumPy's rules.
+
+Basic indices (ints, slices, None, Ellipsis) give views: reading one costs no op, writing
+through it writes the base array. An index that picks one element by integers alone gives
+a copy (NumPy gives a scalar). Integer arrays (NArrays, NumPy arrays, lists, ranges) and
+boolean masks are *advanced* indices: reading gathers a copy, writing scatters into the
+array in place. A boolean mask selects the elements of its ``nonzero()``; reading through a
+mask that is an NArray waits for the mask's values, since the result's shape depends on
+them (writing a scalar through it does not wait). Host index arrays are checked against
+the array's bounds at once; NArray indices when the op runs. ``nonzero`` gives the integer
+arrays of a mask; ``take_axis`` gathers along one axis, ``device_indices`` checks NArray
+index values.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minerva.api.core.manipulation import explicit_view, view_of
+from minerva.builder import COPY, build, note_write, same_buffer, to_narray, upload
+from minerva.common.errors import DTypeError, ShapeError, ShapeIndexError
+from minerva.narray import NArray
+from minerva.ops import registry, views
+from minerva.ops.elementwise import ARRAY, fits
+from minerva.ops.indexing import PUT, SCATTER_ADD, TAKE, check_index_array
+
+FILL = registry.get("fill")
+ASSIGN = registry.get("assign")
+
+
+def getitem(x: NArray, key):
+    """``x[key]``: a view for basic indices, a gathered copy for advanced ones."""
+    items = key if type(key) is tuple else (key,)
+    if views.is_basic(items):
+        view = views.index(explicit_view(x), items)
+        result = view_of(x, view, views.INDEX, {"index": items, "shape": view[0]})
+        if views.is_scalar_index(items, x.ndim):
+            return build(COPY, [result])
+        return result
+    layout, arrays = _advanced(x, items)
+    return build(TAKE, [x] + arrays, {"layout": layout})
+
+
+def setitem(x: NArray, key, value) -> None:
+    """``x[key] = value``: writes into ``x`` in place (value broadcast and cast to it)."""
+    items = key if type(key) is tuple else (key,)
+    if views.is_basic(items):
+        value = assign(view_of(x, views.index(explicit_view(x), items)), value)
+        note_write(x, items, value)
+        return
+    check_writable(x)
+    keep_masks = _is_scalar(value)
+    layout, arrays = _advanced(x, items, keep_masks)
+    attrs = {"layout": layout, "shape": x.shape, "dtype": x.dtype}
+    if _is_scalar(value):
+        build(PUT, arrays, dict(attrs, value=_converted(x.dtype, value)), out=x)
+    else:
+        value = to_narray(value, "setitem")
+        build(PUT, [value] + arrays, dict(attrs, value=ARRAY), out=x)
+    note_write(x, _index_of(layout, arrays), value)
+
+
+def assign(target: NArray, value):
+    """Write ``value`` (a scalar or an array broadcast to ``target``'s shape) into the
+    elements ``target`` sees; the value written (an NArray, or the converted scalar)."""
+    check_writable(target)
+    if _is_scalar(value) or isinstance(value, (str, bytes)):
+        value = _converted(target.dtype, value)
+        build(FILL, [], {"shape": target.shape, "dtype": target.dtype, "value": value},
+              out=target)
+        return value
+    value = to_narray(value, "setitem")
+    if same_buffer(value, target):
+        return value
+    if not fits(value.shape, target.shape):
+        raise ShapeError(f"could not broadcast input array from shape {value.shape} into "
+                         f"shape {target.shape}")
+    if value.ndim > target.ndim:
+        value = value.reshape(value.shape[value.ndim - target.ndim:])
+    build(ASSIGN, [value], {"dtype": target.dtype}, out=target)
+    return value
+
+
+def add_at(a: NArray, indices, b) -> None:
+    """``numpy.add.at``: add ``b`` into ``a`` at ``indices`` in place, unbuffered (an index
+    that repeats adds each time)."""
+    items = indices if type(indices) is tuple else (indices,)
+    check_writable(a)
+    layout, arrays = _advanced(a, items)
+    values = to_narray(b, "add.at", a.dtype)
+    build(SCATTER_ADD, [values] + arrays, {"layout": layout, "shape": a.shape,
+                                           "dtype": a.dtype}, out=a)
+
+
+def nonzero(a) -> tuple:
+    """Indices of the non-zero elements, one array per axis. The result's shape depends on
+    the values: this waits for ``a``."""
+    values = to_narray(a, "nonzero").to_numpy()
+    if values.ndim == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
+                         "np.atleast_1d(scalar).nonzero() instead.")
+    return tuple(upload(i) for i in np.nonzero(values))
+
+
+def device_indices(name: str, indices: NArray) -> NArray:
+    """NArray index values, cast to ``intp`` when they are bool or narrower integers;
+    TypeError for other dtypes."""
+    if indices.dtype.kind not in "biu" or not np.can_cast(indices.dtype, np.intp,
+                                                          "same_kind"):
+        raise DTypeError(f"{name}: Cannot cast array data from {indices.dtype!r} to "
+                         f"{np.dtype(np.intp)!r} according to the rule 'same_kind'")
+    return to_narray(indices, name, np.intp)
+
+def take_axis(x: NArray, positions, axis: int, out=None) -> NArray:
+    """``x`` gathered at ``positions`` (host ``intp`` values already in bounds, or an
+    NArray) along ``axis``: a new array, as ``numpy.take``."""
+    if not isinstance(positions, NArray):
+        positions = upload(np.asarray(positions, dtype=np.intp))
+    layout = (slice(None),) * axis + (ARRAY,)
+    return build(TAKE, [x, positions], {"layout": layout}, out)
+
+
+def _index_of(layout: tuple, arrays: list) -> tuple:
+    """The index a layout and its arrays stand for (arrays as NArrays)."""
+    slots = iter(arrays)
+    return tuple(next(slots) if item is ARRAY else item for item in layout)
+
+
+def check_writable(target: NArray) -> None:
+    """ValueError, as NumPy's, when ``target`` is read-only (a broadcast view, a view of
+    one) or several of its elements are one element of memory."""
+    view = target._view
+    if target._readonly or view is not None and 0 not in view[0] and any(
+            s == 0 and n > 1 for n, s in zip(view[0], view[1])):
+        raise ValueError("assignment destination is read-only")
+
+
+def _is_scalar(value) -> bool:
+    return isinstance(value, (int, float, complex, bool, np.generic)) or (
+        isinstance(value, np.ndarray) and value.ndim == 0)
+
+
+def _converted(dtype, value):
+    """``value`` as NumPy stores it in an array of ``dtype`` (raising now what NumPy
+    raises for it)."""
+    probe = np.empty((), dtype)
+    try:
+        probe[()] = value
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ShapeError(f"cannot assign {value!r} to an array of {dtype}: {exc}") from None
+    return probe[()]
+
+
+# ---- advanced indices -----------------------------------------------------------------
+
+def _advanced(x: NArray, items: tuple, keep_masks: bool = False):
+    """``(layout, index arrays)`` of an advanced index: masks become the integer arrays of
+    their ``nonzero()`` (an NArray mask is kept as is when writing a scalar). Host index
+    arrays are checked against ``x``'s bounds."""
+    layout, arrays, host = [], [], []
+    for item in items:
+        if item is None or item is Ellipsis or isinstance(item, slice):
+            layout.append(item)
+        elif isinstance(item, (bool, np.bool_)):
+            raise ShapeIndexError("boolean scalar indices are not supported; use a "
+                                  "boolean array or None")
+        elif isinstance(item, (int, np.integer)):
+            layout.append(int(item))
+        elif isinstance(item, NArray) and (item.dtype != np.bool_ or keep_masks):
+            _check_index_dtype(item.dtype)
+            layout.append(ARRAY)
+            arrays.append(item)
+        else:
+            for part in _index_arrays(x, item, layout):
+                layout.append(ARRAY)
+                host.append((len(arrays), part))
+                arrays.append(None)
+    layout = tuple(layout)
+    for slot, values in host:
+        check_index_array(values, x.shape, layout, slot)
+        arrays[slot] = upload(values)
+    return layout, arrays
+
+
+def _index_arrays(x: NArray, item, layout: list) -> tuple:
+    """Host integer index arrays for one index item: itself, or a mask's ``nonzero()``."""
+    if isinstance(item, NArray):  # a mask: the result's shape depends on its values
+        item = to_narray(item, "index").to_numpy()
+    values = np.asarray(list(item) if isinstance(item, range) else item)
+    if values.size == 0 and values.dtype.kind == "f":
+        values = values.astype(np.intp)
+    _check_index_dtype(values.dtype)
+    if values.dtype != np.bool_:
+        return (values.astype(np.intp, copy=False),)
+    axis = sum(1 for it in layout if it is not None and it is not Ellipsis)
+    if Ellipsis in layout or x.shape[axis:axis + values.ndim] != values.shape:
+        _check_mask_shape(x, values, layout)
+    return tuple(p.astype(np.intp, copy=False) for p in np.nonzero(values))
+
+
+def _check_mask_shape(x: NArray, mask: np.ndarray, layout: list) -> None:
+    if Ellipsis in layout:
+        raise ShapeIndexError("a boolean mask after an Ellipsis is not supported; index "
+                              "without the Ellipsis")
+    axis = sum(1 for it in layout if it is not None)
+    for i, n in enumerate(mask.shape):
+        size = x.shape[axis + i] if axis + i < x.ndim else None
+        if size != n:
+            raise ShapeIndexError(f"boolean index did not match indexed array along axis "
+                                  f"{axis + i}; size of axis is {size} but size of "
+                                  f"corresponding boolean axis is {n}")
+
+
+def _check_index_dtype(dtype) -> None:
+    if dtype.kind not in "iub":
+        raise ShapeIndexError("arrays used as indices must be of integer (or boolean) type")
+
+
+__all__ = ["nonzero"]

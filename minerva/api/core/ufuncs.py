@@ -1,0 +1,267 @@
+"""Element-wise functions under NumPy's names (and the array API's), with ``out=``.
+
+Each takes NArrays, NumPy arrays, lists or scalars, broadcasts them by NumPy's rules and
+gives NumPy's result dtype (NEP 50: a Python scalar takes the array's dtype). ``out=``
+writes into an NArray in place; ``dtype=`` casts the inputs first, as a ufunc's ``dtype``
+does. ``where=`` is not supported (a clear TypeError says so). ``divmod`` has two outputs
+(``out=(q, r)``).
+
+Each is a :class:`Ufunc`, as NumPy's are: it has NumPy's ``nin``, ``nout``, ``identity``
+..., and the ufunc methods minerva implements exactly (``ufunc_methods``); the others raise
+``UfuncMethodError``. The comparisons also take what minerva arrays cannot hold (None,
+strings, Decimal, out-of-range Python ints) and give NumPy's answer (``comparisons``).
+
+The functions are the values of ``FUNCTIONS`` (by NumPy's names: the names of
+``ops.elementwise.BINARY`` and ``UNARY``, and the ``ALIASES``), which are also this
+module's attributes (``ufuncs.add``).
+"""
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from minerva.api.core import comparisons
+from minerva.api.core.ufunc_methods import METHODS, UfuncMethodError, methods_of, missing_method
+from minerva.builder import build, to_narray
+from minerva.narray import NArray
+from minerva.ops import registry
+from minerva.ops.dtypes import SUPPORTED_KINDS, is_scalar, supported_dtype
+from minerva.ops.elementwise import BINARY, UNARY
+
+_PYTHON_SCALARS = (int, float, bool, complex)
+_NUMPY_ATTRIBUTES = ("nin", "nout", "nargs", "ntypes", "types", "identity", "signature")
+
+
+def binary_op(name: str, a, b, out=None, reverse: bool = False):
+    """``a <name> b`` (``b <name> a`` when ``reverse``) where ``a`` is an NArray and ``b`` an
+    NArray, a scalar or an array-like; NotImplemented for other operand types."""
+    kind = type(b)
+    if kind in _PYTHON_SCALARS or isinstance(b, np.generic):
+        return build(_SCALAR_OPS[name], [a], {"scalar": b, "reverse": reverse}, out)
+    if kind is NArray:
+        return build(_OPS[name], [b, a] if reverse else [a, b], out=out)
+    if is_scalar(b):
+        return build(_SCALAR_OPS[name], [a], {"scalar": b[()], "reverse": reverse}, out)
+    if isinstance(b, (np.ndarray, list, tuple)):
+        b = to_narray(b, name)
+        return build(_OPS[name], [b, a] if reverse else [a, b], out=out)
+    return NotImplemented
+
+
+def compare(name: str, a, b, out=None, reverse: bool = False, operator_form=False):
+    """``binary_op`` for the six comparisons, with NumPy's answer for operands minerva's
+    kernels do not take (``comparisons``); ``operator_form``: as ``a == b`` (an
+    ``==`` NumPy cannot compute is all False), else as ``numpy.equal(a, b)``."""
+    kind = type(b)
+    if kind is int:
+        if comparisons.fits(a.dtype, b):
+            return binary_op(name, a, b, out, reverse)
+    elif kind is NArray or kind in _PYTHON_SCALARS or (
+            isinstance(b, np.generic) and b.dtype.kind in SUPPORTED_KINDS):
+        return binary_op(name, a, b, out, reverse)
+    return comparisons.compare(name, a, b, out, reverse, operator_form, binary_op)
+
+
+def unary_op(name: str, x, out=None):
+    """``name(x)`` for an NArray ``x``."""
+    return build(_OPS[name], [x], out=out)
+
+
+# ---- the operators of NArray (``x + y``, ``x += y``, ``x < y``, ``-x``) ----------------------
+
+def operator_method(name: str):
+    """NArray's operator method for ufunc ``name`` (``__add__`` for ``add``): ``x <op> y``
+    with a Python scalar, an NArray, or anything ``binary_op`` takes."""
+    op, scalar_op = registry.get(name), registry.get(name + "_scalar")
+
+    def method(self, other):
+        kind = type(other)
+        if kind is float or kind is int:  # the common cases, without a detour
+            return build(scalar_op, [self], {"scalar": other, "reverse": False})
+        if kind is NArray:
+            return build(op, [self, other])
+        return binary_op(name, self, other)
+    return method
+
+
+def comparison_method(name: str):
+    """NArray's comparison operator for ufunc ``name`` (``__lt__`` for ``less``), with
+    NumPy's answers for operands arrays cannot hold."""
+    op, scalar_op = registry.get(name), registry.get(name + "_scalar")
+
+    def method(self, other):
+        kind = type(other)
+        if kind is float or kind is int and comparisons.fits(self._spec.dtype, other):
+            return build(scalar_op, [self], {"scalar": other, "reverse": False})
+        if kind is NArray:
+            return build(op, [self, other])
+        return compare(name, self, other, operator_form=True)
+    return method
+
+
+def reflected_method(name: str):
+    """NArray's reflected operator for ufunc ``name`` (``__radd__``: ``other + x``)."""
+    def method(self, other):
+        return binary_op(name, self, other, reverse=True)
+    return method
+
+
+def in_place_method(name: str):
+    """NArray's in-place operator for ufunc ``name`` (``__iadd__``: ``x += other`` writes
+    into ``x``)."""
+    def method(self, other):
+        result = binary_op(name, self, other, out=self)
+        if result is NotImplemented:
+            return NotImplemented
+        return self
+    return method
+
+
+def unary_method(name: str):
+    """NArray's unary operator for ufunc ``name`` (``__neg__`` for ``negative``)."""
+    def method(self):
+        return unary_op(name, self)
+    return method
+
+
+def _ufunc_kwargs(name: str, kwargs: dict):
+    """The ``dtype`` a ufunc call asks for; TypeError for what minerva does not take."""
+    dtype = kwargs.pop("dtype", None)
+    where = kwargs.pop("where", True)
+    if kwargs.get("casting", "same_kind") == "same_kind":
+        kwargs.pop("casting", None)
+    if kwargs.get("order", "K") == "K":
+        kwargs.pop("order", None)
+    if where is not True:
+        raise TypeError(f"{name}: where= is not supported by minerva; use "
+                        "mv.where(cond, f(x), x) or out= with a mask assignment")
+    if kwargs:
+        raise TypeError(f"{name}: unsupported keyword argument(s) {sorted(kwargs)}")
+    return None if dtype is None else supported_dtype(dtype)
+
+
+def _binary_function(name: str):
+    apply = compare if name in comparisons.OPERATORS else binary_op
+
+    def function(x1, x2, /, out=None, **kwargs):
+        dtype = _ufunc_kwargs(name, kwargs) if kwargs else None
+        out = _outputs(name, out)
+        if dtype is not None:
+            x1, x2 = to_narray(x1, name, dtype), to_narray(x2, name, dtype)
+        if isinstance(x1, NArray):
+            result = apply(name, x1, x2, out)
+        elif isinstance(x2, NArray):
+            result = apply(name, x2, x1, out, reverse=True)
+        else:
+            result = apply(name, to_narray(x1, name), x2, out)
+        if result is NotImplemented:
+            raise TypeError(f"{name}: unsupported operand types {type(x1).__name__} and "
+                            f"{type(x2).__name__}")
+        return result
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"Element-wise ``numpy.{name}`` of two arrays (or an array and a scalar)."
+    if name == "divmod":
+        function.__doc__ = ("Element-wise ``numpy.divmod``: the quotient and the remainder "
+                            "of two arrays (or an array and a scalar), as a tuple.")
+    return function
+
+
+def _unary_function(name: str):
+    def function(x, /, out=None, **kwargs):
+        dtype = _ufunc_kwargs(name, kwargs) if kwargs else None
+        return unary_op(name, to_narray(x, name, dtype), _outputs(name, out))
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"Element-wise ``numpy.{name}``."
+    return function
+
+
+def _outputs(name: str, out):
+    """``out=`` as the op takes it: one array (divmod: a pair of arrays), or None."""
+    n_outputs = 2 if name == "divmod" else 1
+    if out is None or n_outputs == 1 and not isinstance(out, tuple):
+        return out
+    if not isinstance(out, tuple) or len(out) != n_outputs:
+        raise TypeError(f"{name}: out= must hold {n_outputs} array(s), got {out!r}")
+    if all(o is None for o in out):
+        return None
+    if any(o is None for o in out):
+        raise TypeError(f"{name}: out= must give every output array, or none")
+    return out[0] if n_outputs == 1 else out
+
+
+class Ufunc:
+    """One of minerva's element-wise functions, as NumPy's ufunc of its name: called, it
+    runs element-wise; it has NumPy's ``nin``, ``nout``, ``nargs``, ``identity`` ...
+    and the ufunc methods minerva implements (``reduce``, ``accumulate``, ``outer``,
+    ``add.at``); looking up another method raises ``UfuncMethodError``."""
+
+    def __init__(self, name: str, function, binary: bool):
+        self.__name__ = self.__qualname__ = name
+        self.__wrapped__ = function  # inspect.signature finds the parameters there
+        for method, implementation in methods_of(name, self, binary).items():
+            setattr(self, method, implementation)
+
+    def __getattr__(self, attribute: str):
+        name = self.__dict__.get("__name__", "?")
+        if attribute in METHODS:
+            raise missing_method(name, attribute)
+        numpy_ufunc = getattr(np, name, None)
+        if attribute in _NUMPY_ATTRIBUTES and isinstance(numpy_ufunc, np.ufunc):
+            return getattr(numpy_ufunc, attribute)
+        raise AttributeError(f"minerva's ufunc {name!r} has no attribute {attribute!r}",
+                             name=attribute, obj=self)
+
+    def __get__(self, array, owner=None):
+        """As a function's: bound to the array when installed as an NArray method
+        (``x.conj()``)."""
+        return self if array is None else types.MethodType(self, array)
+
+    def __repr__(self) -> str:
+        return f"<minerva ufunc '{self.__name__}'>"
+
+    def __reduce__(self) -> str:
+        return self.__name__
+
+
+def _ufunc(name: str, function, binary: bool) -> Ufunc:
+    """The Ufunc ``name`` that calls ``function`` (its own class's ``__call__``: a call
+    costs one Python call more than the function's)."""
+    kind = type(name, (Ufunc,), {"__call__": staticmethod(function),
+                                 "__doc__": function.__doc__, "__module__": __name__})
+    return kind(name, function, binary)
+
+
+_OPS = {name: registry.get(name) for name in BINARY + UNARY + ("sigmoid", "relu", "divmod")}
+_SCALAR_OPS = {name: registry.get(name + "_scalar") for name in BINARY + ("divmod",)}
+FUNCTIONS = {name: _ufunc(name, _binary_function(name), True)
+             for name in BINARY + ("divmod",)}
+FUNCTIONS.update({name: _ufunc(name, _unary_function(name), False)
+                  for name in UNARY + ("sigmoid", "relu")})
+ALIASES = {
+    "abs": "absolute", "true_divide": "divide", "mod": "remainder", "pow": "power",
+    "conj": "conjugate", "acos": "arccos", "asin": "arcsin", "atan": "arctan",
+    "atan2": "arctan2", "acosh": "arccosh", "asinh": "arcsinh", "atanh": "arctanh",
+    "bitwise_not": "invert", "bitwise_invert": "invert", "bitwise_left_shift": "left_shift",
+    "bitwise_right_shift": "right_shift", "degrees": "rad2deg", "radians": "deg2rad",
+}
+FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in ALIASES.items()})
+"""Every element-wise function by name (NumPy's names and their aliases)."""
+
+
+def __getattr__(name: str):
+    """The element-wise function ``name`` (``ufuncs.add``), from ``FUNCTIONS``."""
+    try:
+        return FUNCTIONS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}",
+                             name=name) from None
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(FUNCTIONS))
+
+ufunc = Ufunc
+"""The class of minerva's element-wise functions (``isinstance(mv.add, mv.ufunc)``)."""
+
+__all__ = sorted(FUNCTIONS) + ["binary_op", "unary_op", "ufunc", "UfuncMethodError"]

@@ -1,0 +1,221 @@
+"""NumPy interoperability both ways, the array API's namespace, and DLPack.
+
+**NumPy functions on NArrays run in minerva** (NEP 13 and NEP 18, as CuPy and Dask arrays
+do): ``numpy.exp(x)``, ``numpy.add(x, ndarray)``, ``ndarray * x`` reach
+``NArray.__array_ufunc__``; ``numpy.sum(x)``, ``numpy.concatenate([x, y])``,
+``numpy.linalg.norm(x)`` reach ``NArray.__array_function__``. Both find minerva's function
+of the same name *at call time* in the ``minerva`` namespace (``numpy.linalg.*`` in
+``minerva.linalg``), which ``minerva/__init__.py`` hands over with ``install(...)``: every
+name of the namespace is found without being listed here. A NumPy function
+minerva lacks raises a TypeError naming it. ``numpy.asarray(x)`` is not dispatched: it
+waits for ``x`` and copies its values through ``__array__``.
+
+Ufunc methods (``numpy.add.reduce(x)``, ``numpy.multiply.outer(x, y)``) run minerva's
+function's method of that name (``minerva.api.core.ufunc_methods``: ``reduce``, ``accumulate`` and
+``outer`` where minerva has them exactly, ``add.at``); another method raises
+``UfuncMethodError``, a TypeError naming it. ``out=`` takes NArrays (written in place) or
+NumPy arrays (the result is computed, then copied into them). Operands that are not
+arrays (None, strings ...) reach minerva's function, which answers as NumPy would; an
+operand with its own ``__array_ufunc__`` gets NotImplemented.
+
+**DLPack** (``__dlpack__``, ``__dlpack_device__``) exports a *copy* of the array's current
+value: ``__dlpack__`` waits for the value, copies it (into host memory on a CPU device, on
+the GPU on a GPU device) and exports the copy, so the consumer shares nothing with later
+writes to the array. ``from_dlpack(x)`` copies any DLPack producer onto the current device
+(through host memory).
+"""
+from __future__ import annotations
+
+import sys
+import types as _types
+
+import numpy as np
+
+from minerva.api.core.indexing import assign
+from minerva.api.core.ufunc_methods import missing_method
+from minerva.builder import COPY, build, current_device, device as device_scope, upload
+from minerva.narray import NArray, device_array, device_of
+
+API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
+"""Array API standard versions ``__array_namespace__`` accepts."""
+
+_ARRAYS = (NArray, np.ndarray, np.generic)
+_TOP_LEVEL = ("numpy", "numpy.lib.stride_tricks")
+_KDL_CPU, _KDL_CUDA = 1, 2
+_namespace: dict = {}
+_names: dict = {}
+
+
+def install(module_globals: dict, names: dict) -> None:
+    """Hand interop the ``minerva`` package's namespace: its module globals (live, with
+    ``__name__``) and the names it finds through ``__getattr__`` (``minerva/__init__.py``
+    calls this); dispatch looks NumPy's names up in them at call time."""
+    global _namespace, _names
+    _namespace, _names = module_globals, names
+
+
+def namespace_module() -> _types.ModuleType:
+    """The ``minerva`` package module (RuntimeError before ``install``)."""
+    if "__name__" not in _namespace:
+        raise RuntimeError("minerva.api.interop.install(...) has not run")
+    return sys.modules[_namespace["__name__"]]
+
+
+def lookup(module: str, name: str):
+    """minerva's function for NumPy's ``<module>.<name>`` (``module`` as in a function's
+    ``__module__``: 'numpy', 'numpy.linalg' …); None when minerva has none. Functions of
+    ``numpy`` (and ``numpy._core``, ``numpy.lib.stride_tricks``) are looked up in the
+    package, those of ``numpy.<sub>`` in ``minerva.<sub>``; other modules of
+    ``numpy.lib`` (``scimath``'s ``sqrt`` …) have no counterpart."""
+    if module in _TOP_LEVEL or module.startswith("numpy._core"):
+        found = _namespace.get(name, _names.get(name))
+        module_only = isinstance(found, _types.ModuleType) and not callable(found)
+        return None if module_only else found
+    sub = _namespace.get(module.split(".")[1]) if module.startswith("numpy.") else None
+    if not isinstance(sub, _types.ModuleType) or module.count(".") > 1:
+        return None
+    return getattr(sub, name, None)
+
+
+def _unsupported(what: str) -> TypeError:
+    return TypeError(f"{what} is not supported by minerva yet; apply it to numpy.asarray(x) "
+                     "to compute it on the host")
+
+
+# ---- __array_function__ ---------------------------------------------------------------------
+
+def array_function(self, func, types, args, kwargs):
+    """NEP 18: run NumPy's ``func`` as minerva's function of the same name."""
+    if not all(issubclass(t, (NArray, np.ndarray)) for t in types):
+        return NotImplemented
+    function = lookup(func.__module__, func.__name__)
+    if function is func:  # minerva re-exports NumPy's own: run NumPy's implementation
+        function = getattr(func, "_implementation", None)
+    if function is None:
+        raise _unsupported(f"{func.__module__}.{func.__name__}")
+    kwargs = dict(kwargs)
+    return call_with_out(function, args, kwargs, kwargs.pop("out", None))
+
+
+def call_with_out(function, args, kwargs: dict, out):
+    """``function(*args, **kwargs, out=out)``: NArrays in ``out`` (one or a tuple) are
+    written by minerva; NumPy arrays receive a copy of the result, as NumPy would cast it
+    (``same_kind``). Returns the result (``out`` when given)."""
+    targets = out if isinstance(out, tuple) else (out,)
+    if all(t is None for t in targets):
+        return function(*args, **kwargs)
+    if all(isinstance(t, NArray) for t in targets):
+        return function(*args, out=out, **kwargs)
+    result = function(*args, **kwargs)
+    values = result if isinstance(result, tuple) else (result,)
+    for target, value in zip(targets, values):
+        _write(target, value)
+    return out
+
+
+def _write(target, value) -> None:
+    if target is None:
+        return
+    if isinstance(target, np.ndarray):
+        np.copyto(target, np.asarray(value), casting="same_kind")
+        return
+    if not np.can_cast(value.dtype, target.dtype, "same_kind"):
+        raise TypeError(f"Cannot cast output from {value.dtype!r} to {target.dtype!r} with "
+                        "casting rule 'same_kind'")
+    assign(target, value)
+
+
+# ---- __array_ufunc__ ------------------------------------------------------------------------
+
+def array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """NEP 13: run ``ufunc`` (or one of its methods: ``reduce`` ...) in minerva."""
+    outs = kwargs.get("out", ())
+    if any(_overrides_ufuncs(x) for x in inputs) or not all(
+            o is None or isinstance(o, (NArray, np.ndarray)) for o in outs):
+        return NotImplemented
+    function = lookup("numpy", ufunc.__name__)
+    if function is None:
+        raise _unsupported(f"numpy.{ufunc.__name__}")
+    if method != "__call__":
+        function = getattr(function, method, None)
+        if function is None:
+            raise missing_method(ufunc.__name__, method)
+    out = kwargs.pop("out", None)
+    return call_with_out(function, inputs, kwargs, _single(out))
+
+
+def _overrides_ufuncs(x) -> bool:
+    """Whether ``x`` is an array of another kind, with its own ``__array_ufunc__``."""
+    return not isinstance(x, _ARRAYS) and hasattr(type(x), "__array_ufunc__")
+
+
+def _single(out):
+    """A ufunc method's ``out`` tuple as one array (or None); a tuple of several arrays
+    (``divmod``) as it is."""
+    return out[0] if isinstance(out, tuple) and len(out) == 1 else out
+
+
+# ---- the array API and DLPack ---------------------------------------------------------------
+
+def array_namespace(self, api_version=None):
+    """The array API namespace of NArrays: the ``minerva`` module."""
+    if api_version is not None and api_version not in API_VERSIONS:
+        raise ValueError(f"minerva does not know array API version {api_version!r}; "
+                         f"known versions: {', '.join(API_VERSIONS)}")
+    return namespace_module()
+
+
+def dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """DLPack export of a copy of the current value (waits for it; shares nothing with
+    later writes to this array)."""
+    kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version),
+                                ("dl_device", dl_device), ("copy", copy)) if v is not None}
+    return _exported(self, dl_device).__dlpack__(**kwargs)
+
+
+def dlpack_device(self) -> tuple:
+    """``(device type, ordinal)`` of the DLPack export: ``(1, 0)`` (CPU) on a CPU device,
+    ``(2, GPU ordinal)`` (CUDA) on a GPU device."""
+    device = device_of(self)
+    if getattr(device, "kind", "cpu") == "gpu":
+        return (_KDL_CUDA, device.physical)
+    return (_KDL_CPU, 0)
+
+
+def _exported(x: NArray, dl_device):
+    """A private copy of ``x``'s current value: NumPy on the host, CuPy on a GPU."""
+    device = device_of(x)
+    if getattr(device, "kind", "cpu") != "gpu" or (dl_device or (0,))[0] == _KDL_CPU:
+        return x.to_numpy()
+    device, array = device_array(x)
+    with array.device:
+        copied = array.copy()
+        device.xp.cuda.get_current_stream().synchronize()
+    return copied
+
+
+def from_dlpack(x, /, *, device=None, copy=None) -> NArray:
+    """A copy of DLPack producer ``x`` (an NArray, a NumPy, CuPy or PyTorch array …) on the
+    current device, or on ``device`` (a minerva device id) when given. ``copy=False``
+    returns an NArray ``x`` itself (it must live on that device); other producers cannot
+    be shared, so it raises ValueError for them."""
+    if device is not None:
+        with device_scope(device):
+            return from_dlpack(x, copy=copy)
+    if copy is False:
+        return _shared(x)
+    if isinstance(x, NArray):
+        return build(COPY, [x])
+    if x.__dlpack_device__()[0] == _KDL_CPU:
+        return upload(np.from_dlpack(x))
+    return upload(np.from_dlpack(x, device="cpu", copy=True))
+
+
+def _shared(x) -> NArray:
+    if isinstance(x, NArray) and x.device == current_device():
+        return x
+    raise ValueError("from_dlpack(copy=False): minerva can share only an NArray of the "
+                     "current device; this needs a copy (use copy=None or copy=True)")
+
+
+__all__: list = ["from_dlpack"]

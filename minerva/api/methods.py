@@ -1,0 +1,211 @@
+"""NArray's operators and NumPy's methods: the one table (``METHODS``) of every one of them,
+by name, installed on the class at import.
+
+They live here, not in ``narray.py``, because they build ops through the public functions
+of the chapters, which themselves return NArrays: installing them from above keeps the
+face free of import cycles. Every entry names the function that implements it (in the
+chapter of NumPy's function of that name); the small adapters below are the methods whose
+signature differs from the function's. In-place operators (``+=`` ...) write into the
+array, as NumPy's do.
+"""
+from __future__ import annotations
+
+import operator
+
+from minerva import autograd
+from minerva.api import interop, sorting, statistics
+from minerva.api.core import creation, elementwise, indexing, manipulation, reductions
+from minerva.api.core.ufuncs import (FUNCTIONS, comparison_method, in_place_method,
+                                     operator_method, reflected_method, unary_method)
+from minerva.api.indexing import select
+from minerva.api.manipulation import shaping
+from minerva.builder import check_open, to_device, to_narray, upload
+from minerva.linalg import products
+from minerva.narray import NArray
+
+
+# ---- adapters: methods whose signature is not the function's -------------------------------
+
+def _matmul(self, other):
+    return products.matmul(self, other)
+
+
+def _rmatmul(self, other):
+    return products.matmul(other, self)
+
+
+def _imatmul(self, other):
+    other = to_narray(other, "matmul")
+    if other.ndim < 2:
+        raise ValueError("inplace matrix multiplication requires the first operand to have "
+                         "at least one and the second at least two dimensions.")
+    products.matmul(self, other, out=self)
+    return self
+
+
+def _iter(self):
+    if not self.shape:
+        raise TypeError("iteration over a 0-d array")
+    for i in range(self.shape[0]):
+        yield self[i]
+
+
+def _contains(self, value) -> bool:
+    """``value in x``: whether an element equals ``value``, NumPy's ``(x == value).any()``
+    (it waits for the answer)."""
+    found = operator.eq(self, value)
+    return bool(reductions.any(found) if isinstance(found, NArray) else found.any())
+
+
+def _reduce(self):
+    return (upload, (self.to_numpy(),))
+
+
+def _copy(self, order="C"):
+    """A copy (new storage) on the current device, laid out in memory order ``order``
+    (``'C'``, ``'F'``, ``'A'``: F when this array is F- and not C-contiguous, ``'K'``:
+    as this array's strides), as NumPy's."""
+    return creation.copy(self, order)
+
+
+def _shallow_copy(self):
+    return creation.copy(self, "K")
+
+
+def _deepcopy(self, memo):
+    result = creation.copy(self, "K")
+    memo[id(self)] = result
+    return result
+
+
+def _fill(self, value):
+    """Set every element to ``value`` (in place)."""
+    indexing.setitem(self, Ellipsis, value)
+
+
+def _to(self, device, /, *, stream=None):
+    """This array on ``device``: itself when it lives there, else a copy (cached while this
+    value lives). ``stream`` is accepted for the array API and ignored. MinervaError for an
+    array of a runtime that was shut down."""
+    check_open(self)
+    return to_device(self, device)
+
+
+def _reshape(self, *shape, order="C", copy=None):
+    """The values in a new shape (a view when NumPy makes one)."""
+    return manipulation.reshape(self, shape[0] if len(shape) == 1 else shape, order,
+                                copy=copy)
+
+
+def _transpose(self, *axes):
+    """A view with the axes permuted (reversed by default)."""
+    return manipulation.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+
+
+def _flatten(self, order="C"):
+    """A 1-D copy."""
+    return creation.copy(manipulation.ravel(self, order), "C")
+
+
+def _dot(self, b, out=None):
+    """``numpy.dot(self, b)``."""
+    return products.dot(self, b, out=out)
+
+
+def _astype(self, dtype, copy=True, device=None):
+    """This array cast to ``dtype`` (on ``device`` when given)."""
+    return elementwise.astype(self if device is None else to_device(self, device), dtype,
+                              copy=copy)
+
+
+def _backward(self, out_grad=None, retain_graph=False, train_mode=True):
+    """Gradients of this array into every variable it depends on (``autograd.backward``)."""
+    autograd.backward([self], None if out_grad is None else [out_grad], retain_graph,
+                      train_mode)
+
+
+# ---- the table --------------------------------------------------------------------------------
+
+METHODS: dict = {
+    # arithmetic operators: x <op> y, y <op> x, x <op>= y
+    "__add__": operator_method("add"), "__radd__": reflected_method("add"),
+    "__iadd__": in_place_method("add"),
+    "__sub__": operator_method("subtract"), "__rsub__": reflected_method("subtract"),
+    "__isub__": in_place_method("subtract"),
+    "__mul__": operator_method("multiply"), "__rmul__": reflected_method("multiply"),
+    "__imul__": in_place_method("multiply"),
+    "__truediv__": operator_method("divide"), "__rtruediv__": reflected_method("divide"),
+    "__itruediv__": in_place_method("divide"),
+    "__floordiv__": operator_method("floor_divide"),
+    "__rfloordiv__": reflected_method("floor_divide"),
+    "__ifloordiv__": in_place_method("floor_divide"),
+    "__mod__": operator_method("remainder"), "__rmod__": reflected_method("remainder"),
+    "__imod__": in_place_method("remainder"),
+    "__pow__": operator_method("power"), "__rpow__": reflected_method("power"),
+    "__ipow__": in_place_method("power"),
+    "__and__": operator_method("bitwise_and"), "__rand__": reflected_method("bitwise_and"),
+    "__iand__": in_place_method("bitwise_and"),
+    "__or__": operator_method("bitwise_or"), "__ror__": reflected_method("bitwise_or"),
+    "__ior__": in_place_method("bitwise_or"),
+    "__xor__": operator_method("bitwise_xor"), "__rxor__": reflected_method("bitwise_xor"),
+    "__ixor__": in_place_method("bitwise_xor"),
+    "__lshift__": operator_method("left_shift"),
+    "__rlshift__": reflected_method("left_shift"),
+    "__ilshift__": in_place_method("left_shift"),
+    "__rshift__": operator_method("right_shift"),
+    "__rrshift__": reflected_method("right_shift"),
+    "__irshift__": in_place_method("right_shift"),
+    "__divmod__": operator_method("divmod"), "__rdivmod__": reflected_method("divmod"),
+    "__matmul__": _matmul, "__rmatmul__": _rmatmul, "__imatmul__": _imatmul,
+    # comparisons and unary operators
+    "__eq__": comparison_method("equal"), "__ne__": comparison_method("not_equal"),
+    "__lt__": comparison_method("less"), "__le__": comparison_method("less_equal"),
+    "__gt__": comparison_method("greater"), "__ge__": comparison_method("greater_equal"),
+    "__neg__": unary_method("negative"), "__pos__": unary_method("positive"),
+    "__abs__": unary_method("absolute"), "__invert__": unary_method("invert"),
+    "__round__": elementwise.python_round,
+    # indexing, iteration, copies, pickling
+    "__getitem__": indexing.getitem, "__setitem__": indexing.setitem, "__iter__": _iter,
+    "__contains__": _contains, "__copy__": _shallow_copy, "__deepcopy__": _deepcopy,
+    "__reduce__": _reduce,
+    # NumPy and the array API on NArrays, DLPack (interop)
+    "__array_ufunc__": interop.array_ufunc, "__array_function__": interop.array_function,
+    "__array_namespace__": interop.array_namespace, "__dlpack__": interop.dlpack,
+    "__dlpack_device__": interop.dlpack_device,
+    # copies, devices, fills
+    "copy": _copy, "fill": _fill, "to": _to, "to_device": _to, "astype": _astype,
+    # shapes and views
+    "reshape": _reshape, "transpose": _transpose, "flatten": _flatten,
+    "T": property(lambda self: manipulation.transpose(self)),
+    "mT": property(lambda self: manipulation.swapaxes(self, -1, -2)),
+    "ravel": manipulation.ravel, "squeeze": manipulation.squeeze,
+    "swapaxes": manipulation.swapaxes, "repeat": shaping.repeat,
+    # element-wise, complex parts
+    "clip": elementwise.clip, "round": elementwise.round,
+    "conj": FUNCTIONS["conjugate"], "conjugate": FUNCTIONS["conjugate"],
+    "real": property(elementwise.real, elementwise.set_part("real"),
+                     doc="The real part (settable)."),
+    "imag": property(elementwise.imag, elementwise.set_part("imag"),
+                     doc="The imaginary part (settable)."),
+    # reductions and statistics
+    "sum": reductions.sum, "prod": reductions.prod, "max": reductions.max,
+    "min": reductions.min, "mean": reductions.mean, "any": reductions.any,
+    "all": reductions.all, "argmax": reductions.argmax, "argmin": reductions.argmin,
+    "cumsum": reductions.cumsum, "cumprod": reductions.cumprod, "std": statistics.std,
+    "var": statistics.var, "ptp": statistics.ptp,
+    # sorting and searching
+    "sort": sorting.sort_in_place, "argsort": sorting.argsort,
+    "partition": sorting.partition_in_place, "argpartition": sorting.argpartition,
+    "searchsorted": sorting.searchsorted, "nonzero": indexing.nonzero,
+    # picking elements, diagonals, products
+    "take": select.take, "put": select.put, "diagonal": select.diagonal,
+    "trace": select.trace, "dot": _dot,
+    # autograd (MXNet Gluon's)
+    "attach_grad": autograd.attach_grad, "grad": property(autograd.grad_of),
+    "detach": autograd.detach, "backward": _backward,
+}
+"""Every operator and method minerva gives NArray beyond ``narray.py``'s own (metadata and
+reading values), by name."""
+
+for _name, _method in METHODS.items():
+    setattr(NArray, _name, _method)
