@@ -1,6 +1,6 @@
 """Elementwise ops: NumPy ufuncs over two arrays, an array and a scalar, or one array;
 plus ``where``, ``clip``, ``sigmoid``, ``relu``, ``divmod``, ``astype``, ``round``,
-``angle``, real and imaginary parts and ``nan_to_num``. Broadcasting and result dtypes
+``angle``, real and imaginary parts, ``nan_to_num`` and ``sinc``. Broadcasting and result dtypes
 follow NumPy (NEP 50: a Python scalar takes the array's dtype)."""
 from __future__ import annotations
 
@@ -284,6 +284,10 @@ def _nan_to_num_impl(xp, x, *, out, nan, posinf, neginf):
     out[...] = call(xp, "nan_to_num", x, copy=True, nan=nan, posinf=posinf,
                     neginf=neginf)
 
+def _sinc_impl(xp, x, *, out):
+    out[...] = call(xp, "sinc", x)
+
+
 def _set_part_infer(value, *, part, shape, dtype):
     if not fits(value.shape, shape):
         raise shape_error(f"set {part}", f"could not broadcast input array from shape "
@@ -305,3 +309,4 @@ register("real_part", _numpy_unary_infer("real_part", _real_part, ("part",)), _p
 register("nan_to_num", _numpy_unary_infer("nan_to_num", np.nan_to_num), _nan_to_num_impl,
          elementwise=True)
 register("set_part", _set_part_infer, _set_part_impl, elementwise=True)
+register("sinc", _numpy_unary_infer("sinc", np.sinc), _sinc_impl, elementwise=True)

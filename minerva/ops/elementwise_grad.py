@@ -6,7 +6,7 @@ the first argument. Comparisons, bitwise and logical ops, and ops whose result i
 piecewise constant (``sign``, ``floor``, ``ceil``, ``trunc``, ``rint``, ``floor_divide``,
 ``round``, ``angle``) have no gradient: asking one through them is an error. ``nan_to_num``
 is the identity where its input is finite; the real and imaginary parts take the part of
-the gradient back.
+the gradient back; ``sinc``'s is ``(cos(pi x) - sinc(x)) / x`` (0 at 0).
 """
 from __future__ import annotations
 
@@ -316,6 +316,14 @@ def _real_part(ns, ctx, g):
     return [ns.zeros(spec.shape, dtype=spec.dtype)]
 
 
+def _sinc(ns, ctx, g):
+    """``(cos(pi x) - sinc(x)) / x``, and 0 at ``x = 0`` (where sinc is flat)."""
+    x, y = ctx.inputs[0], ctx.outputs[0]
+    zero = x == 0
+    slope = (ns.cos(math.pi * x) - y) / ns.where(zero, 1, x)
+    return [g[0] * ns.where(zero, 0, slope)]
+
+
 def _register_all() -> None:
     for name, (rule, ins, outs) in _BINARY.items():
         defvjp(name, rule, ins, outs)
@@ -328,6 +336,7 @@ def _register_all() -> None:
     defvjp("astype", _astype)
     defvjp("nan_to_num", _nan_to_num, (0,))
     defvjp("real_part", _real_part)
+    defvjp("sinc", _sinc, (0,), (0,))
     nondifferentiable(
         "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
         "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",

@@ -1,7 +1,7 @@
 """NumPy's element-wise functions beyond the ufuncs: ``clip``, ``where``, ``astype``,
-``round``/``around``, ``real``, ``imag``, ``angle`` and ``nan_to_num`` (and the setters of
-``x.real``/``x.imag``, ``round(x)`` of a 0-d array). Each builds one op and returns at once
-(``where`` of a condition alone is ``nonzero``, which waits).
+``round``/``around``, ``real``, ``imag``, ``angle``, ``nan_to_num`` and ``sinc`` (and the
+setters of ``x.real``/``x.imag``, ``round(x)`` of a 0-d array). Each builds one op and
+returns at once (``where`` of a condition alone is ``nonzero``, which waits).
 """
 from __future__ import annotations
 
@@ -124,10 +124,16 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None) -> NArray:
         check_writable(out)
     return build(_OPS("nan_to_num"), [array], attrs, out)
 
+def sinc(x) -> NArray:
+    """The normalized sinc, ``sin(pi x) / (pi x)`` (1 at 0), in NumPy's result dtype."""
+    return build(_OPS("sinc"), [to_narray(x, "sinc")])
+
+
 def _scalar(value):
     if value is None or (is_scalar(value) and not isinstance(value, NArray)):
         return value[()] if isinstance(value, np.ndarray) else value
     raise TypeError(f"nan_to_num: expected a scalar, got {type(value).__name__}")
 
 
-__all__ = ["angle", "around", "astype", "clip", "imag", "nan_to_num", "real", "round", "where"]
+__all__ = ["angle", "around", "astype", "clip", "imag", "nan_to_num", "real", "round", "sinc",
+           "where"]
