@@ -54,7 +54,7 @@ class NArray:
         self._spec = spec
         self._grad_info = None
         self._readonly = False
-        self._owndata = True  # False for a view of another array (api.core.manipulation.view_of)
+        self._owndata = True  # False for a view of another array (see view_of)
 
     # ---- metadata (never blocks) --------------------------------------------------------
 

@@ -11,11 +11,11 @@ minerva lacks raises a TypeError naming it. ``numpy.asarray(x)`` is not dispatch
 waits for ``x`` and copies its values through ``__array__``.
 
 Ufunc methods (``numpy.add.reduce(x)``, ``numpy.multiply.outer(x, y)``) run minerva's
-function's method of that name (``minerva.api.core.ufunc_methods``: ``reduce``, ``accumulate`` and
-``outer`` where minerva has them exactly, ``add.at``); another method raises
-``UfuncMethodError``, a TypeError naming it. ``out=`` takes NArrays (written in place) or
-NumPy arrays (the result is computed, then copied into them). Operands that are not
-arrays (None, strings ...) reach minerva's function, which answers as NumPy would; an
+function's method of that name (``minerva.api.core.ufunc_methods``: ``reduce``,
+``accumulate`` and ``outer`` where minerva has them exactly, ``add.at``); another method
+raises ``UfuncMethodError``, a TypeError naming it. ``out=`` takes NArrays (written in
+place) or NumPy arrays (the result is computed, then copied into them). Operands that are
+not arrays (None, strings ...) reach minerva's function, which answers as NumPy would; an
 operand with its own ``__array_ufunc__`` gets NotImplemented.
 
 **DLPack** (``__dlpack__``, ``__dlpack_device__``) exports a *copy* of the array's current

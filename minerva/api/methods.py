@@ -124,7 +124,7 @@ def _backward(self, out_grad=None, retain_graph=False, train_mode=True):
                       train_mode)
 
 
-# ---- the table --------------------------------------------------------------------------------
+# ---- the table ----------------------------------------------------------------------------
 
 METHODS: dict = {
     # arithmetic operators: x <op> y, y <op> x, x <op>= y

@@ -119,8 +119,8 @@ def full_like(a, fill_value, dtype=None, shape=None) -> NArray:
 @placed
 def array(obj, dtype=None, copy=True, order="K") -> NArray:
     """A new array holding ``obj`` (a list, NumPy array, scalar or NArray) on the current
-    device, laid out in memory order ``order`` as NumPy's (``minerva.api.core.layout``); the dtype
-    is inferred as NumPy infers it when not given. ``copy=None`` (or False) returns an
+    device, laid out in memory order ``order`` as NumPy's (``minerva.api.core.layout``);
+    the dtype is inferred as NumPy infers it when not given. ``copy=None`` (or False) returns an
     NArray itself when no cast and no other layout is needed; ``copy=False`` raises
     ValueError when another layout is."""
     order = check_order(order)

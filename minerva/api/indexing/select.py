@@ -43,7 +43,9 @@ def _indices(name: str, indices, n: int, axis: int, mode: str):
         if n == 0 and idx.size and mode != "raise":
             raise ShapeIndexError("cannot do a non-empty take from an empty axes.")
         if mode == "wrap":
-            return build(_REMAINDER, [idx], {"scalar": n, "reverse": False}) if idx.size else idx
+            if not idx.size:
+                return idx
+            return build(_REMAINDER, [idx], {"scalar": n, "reverse": False})
         return clip(idx, 0, max(n - 1, 0)) if mode == "clip" else idx
     values = host_indices(name, indices)
     if n == 0 and values.size and mode != "raise":
