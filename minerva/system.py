@@ -19,7 +19,7 @@ from minerva.common.hooks import HookBus
 from minerva.common.logging import configure_logging, get_logger
 from minerva.current import Runtime, get_system, running  # noqa: F401  (the process's runtime)
 from minerva.dag.physical_dag import PhysicalDag
-from minerva.device import blas
+from minerva.device.cpu import blas
 from minerva.device.manager import DeviceManager
 from minerva.ops.copy import COPY
 from minerva.scheduler.dag_scheduler import DagScheduler

@@ -1,4 +1,4 @@
-"""A test double of the CUDA layer (``minerva.device.cuda_layer.CudaLayer``) that fails where
+"""A test double of the CUDA layer (``minerva.device.gpu.layer.CudaLayer``) that fails where
 a GPU would.
 
 Device memory is host bytes and kernels are NumPy, but work is *not* done when it is queued:
@@ -55,7 +55,7 @@ import weakref
 
 import numpy as np
 
-from minerva.device.cuda_layer import CudaLayer
+from minerva.device.gpu.layer import CudaLayer
 
 INVALID_VALUE, INVALID_HANDLE, ILLEGAL_ADDRESS, LAUNCH_FAILURE = 1, 400, 700, 719
 CUBLAS_EXECUTION_FAILED, CUBLAS_INTERNAL_ERROR = 13, 14

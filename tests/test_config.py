@@ -72,7 +72,7 @@ def test_init_takes_sizes_as_text():
 
 
 def test_cpu_devices_share_the_cores_unless_told(monkeypatch):
-    from minerva.device.blas import usable_cores
+    from minerva.device.cpu.blas import usable_cores
     mv.init()
     first = mv.create_cpu_device()
     assert mv.device_info(first)["blas_threads"] == usable_cores()

@@ -10,8 +10,8 @@ import pytest
 
 import minerva as mv
 from minerva.builder import build
-from minerva.device import cpu_split
-from minerva.device.blas import BLAS
+from minerva.device.cpu import split as cpu_split
+from minerva.device.cpu.blas import BLAS
 from minerva.ops import registry
 
 pytestmark = pytest.mark.skipif(not BLAS.per_thread, reason="needs per-thread BLAS")

@@ -29,7 +29,7 @@ from conftest import assert_settled
 from minerva import system as mv_system
 from minerva.common.config import Config
 from minerva.device import gpu
-from minerva.device.gpu_copies import CopyPaths
+from minerva.device.gpu.copies import CopyPaths
 
 pytestmark = pytest.mark.gpu
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

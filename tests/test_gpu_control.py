@@ -22,7 +22,7 @@ from conftest import assert_settled, minerva_threads
 from fake_cuda import FakeCuda
 from minerva import system as mv_system
 from minerva.device import gpu
-from minerva.device.gpu_memory import DeviceAllocator
+from minerva.device.gpu.memory import DeviceAllocator
 from minerva.builder import build
 from minerva.ops import registry
 

@@ -28,7 +28,8 @@ import pytest
 
 from fake_cuda import FakeCublasError, FakeCuda, FakeCudaError
 from minerva.device import gpu
-from minerva.device.gpu_memory import DeviceAllocator
+from minerva.device.gpu import cupy_layer
+from minerva.device.gpu.memory import DeviceAllocator
 
 SUCCESS, NOT_READY, ILLEGAL_ADDRESS = 0, 600, 700
 
@@ -204,7 +205,7 @@ class Side:
         self.name = name
         if name == "cupy":
             self.model = CupyModel()
-            self.layer = gpu.CupyLayer(self.model)
+            self.layer = cupy_layer.CupyLayer(self.model)
             self.error = CUDARuntimeError
         else:
             self.layer = FakeCuda(n_devices=2)
@@ -296,7 +297,7 @@ def test_a_cublas_error_is_sticky_only_on_a_lost_context(side):
 
 def test_a_slab_is_counted_freed_only_once_its_memory_is_gone():
     model = CupyModel()
-    allocator = DeviceAllocator(gpu.CupyLayer(model), 0)
+    allocator = DeviceAllocator(cupy_layer.CupyLayer(model), 0)
     chunk = allocator.malloc(1000)
     view = allocator.view(chunk, 0, 1000, (1000,), np.uint8)
     allocator.free(chunk)

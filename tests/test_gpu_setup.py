@@ -24,6 +24,7 @@ from conftest import assert_settled
 from fake_cuda import FakeCuda
 from minerva.common.config import Config
 from minerva.device import gpu
+from minerva.device.gpu import cupy_layer
 from test_differential import Program
 
 # ---- without a GPU: counts and messages ----------------------------------------------------
@@ -84,14 +85,14 @@ def test_the_cupy_layer_is_loaded_once_and_counts_gpus(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", _mock_cupy(2))
     monkeypatch.setattr(gpu, "_LAYER", None)
     layer = gpu.load_cuda_layer()
-    assert isinstance(layer, gpu.CupyLayer) and gpu.load_cuda_layer() is layer
+    assert isinstance(layer, cupy_layer.CupyLayer) and gpu.load_cuda_layer() is layer
     assert gpu.gpu_device_count(Config()) == 2
     assert gpu.gpu_device_count(Config(virtual_gpus=5)) == 5
 
 
 def test_the_cupy_layer_makes_the_cuda_calls_it_documents():
     cupy = _mock_cupy()
-    layer, runtime = gpu.CupyLayer(cupy), cupy.cuda.runtime
+    layer, runtime = cupy_layer.CupyLayer(cupy), cupy.cuda.runtime
     stream, dst, src = mock.Mock(device_id=1, ptr=77), mock.Mock(), mock.Mock()
     layer.copy_h2d(dst, src, 64, stream)
     runtime.memcpyAsync.assert_called_with(dst.data.ptr, src.ctypes.data, 64,
@@ -110,7 +111,7 @@ def test_the_cupy_layer_makes_the_cuda_calls_it_documents():
 
 def test_the_cupy_layer_queries_launches_trims_and_knows_sticky_errors():
     cupy = _mock_cupy()
-    layer, runtime = gpu.CupyLayer(cupy), cupy.cuda.runtime
+    layer, runtime = cupy_layer.CupyLayer(cupy), cupy.cuda.runtime
     event = mock.Mock(ptr=5)
     runtime.eventQuery.return_value = 0
     assert layer.query(event) is True
@@ -129,8 +130,8 @@ def test_the_cupy_layer_queries_launches_trims_and_knows_sticky_errors():
 
 def test_the_cupy_layer_turns_cuda_out_of_memory_into_memory_error():
     cupy = _mock_cupy()
-    layer = gpu.CupyLayer(cupy)
-    cupy.cuda.Memory.side_effect = _CudaError(gpu.CUDA_ERROR_MEMORY_ALLOCATION)
+    layer = cupy_layer.CupyLayer(cupy)
+    cupy.cuda.Memory.side_effect = _CudaError(cupy_layer.CUDA_ERROR_MEMORY_ALLOCATION)
     with pytest.raises(MemoryError, match="cudaMalloc of 4096 bytes on GPU 0"):
         layer.malloc(0, 4096)
     cupy.cuda.Memory.side_effect = _CudaError(999)
@@ -139,7 +140,7 @@ def test_the_cupy_layer_turns_cuda_out_of_memory_into_memory_error():
 
 
 @pytest.mark.parametrize("can, enable_error, expected", [
-    (1, None, True), (0, None, False), (1, gpu.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, True),
+    (1, None, True), (0, None, False), (1, cupy_layer.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, True),
     (1, 217, False)])
 def test_the_cupy_layer_enables_peer_access_once(can, enable_error, expected):
     cupy = _mock_cupy()
@@ -147,7 +148,7 @@ def test_the_cupy_layer_enables_peer_access_once(can, enable_error, expected):
     runtime.deviceCanAccessPeer.return_value = can
     if enable_error is not None:
         runtime.deviceEnablePeerAccess.side_effect = _CudaError(enable_error)
-    layer = gpu.CupyLayer(cupy)
+    layer = cupy_layer.CupyLayer(cupy)
     assert layer.enable_peer_access(0, 1) is expected
     assert layer.enable_peer_access(0, 1) is expected
     assert runtime.deviceCanAccessPeer.call_count == 1

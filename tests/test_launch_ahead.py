@@ -35,9 +35,9 @@ from minerva import system as mv_system
 from minerva.builder import build
 from minerva.dag.nodes import COMPLETED, LAUNCHED
 from minerva.device import gpu
-from minerva.device.gpu_copies import CopyPaths
-from minerva.device.gpu_device import GpuDevice
-from minerva.device.gpu_records import ESTIMATED
+from minerva.device.gpu.copies import CopyPaths
+from minerva.device.gpu.device import GpuDevice
+from minerva.device.gpu.records import ESTIMATED
 from minerva.ops import registry
 
 

@@ -9,40 +9,15 @@ import abc
 import functools
 import threading
 import time
-import traceback
 from typing import Any, Callable
 
 import numpy as np
 
 from minerva.common import fp_errors
+from minerva.device.reports import LAUNCHED_REPORT, detach_traceback  # noqa: F401
 from minerva.ops.copy import COPY
 
 Listener = Callable[[Any, "BaseException | None"], Any]
-
-
-class _LaunchedReport:
-    """What a device that launches ahead passes to its listener in place of an error when
-    it has *queued* an op's work (not finished it); the listener answers True when the
-    op's completion is awaited (settle it promptly)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "LAUNCHED_REPORT"
-
-
-LAUNCHED_REPORT = _LaunchedReport()
-
-
-def detach_traceback(exc: BaseException) -> BaseException:
-    """Keep the kernel's traceback as text and drop the frames: a stored error must not
-    hold the caller's stack (and the arrays in it) alive."""
-    tb = exc.__traceback__
-    if tb is not None:
-        exc.add_note("kernel traceback (most recent call last):\n"
-                     + "".join(traceback.format_tb(tb)).rstrip())
-        exc.__traceback__ = None
-    return exc
 
 
 class Device(abc.ABC):
@@ -110,7 +85,7 @@ class Device(abc.ABC):
         """``execute`` under the op's floating-point error state, reporting what it met."""
         fp_errors.run_under(op.errstate, self.execute, (op,), op.op_def.name, op.created_at)
 
-    def start_deferred(self, op) -> None:
+    def _start_deferred(self, op) -> None:
         """Start a deferred op (``OpDef.deferred``): its kernel hands the work to another
         thread and returns; that thread reports the op finished through ``done``."""
         hooks = self.hooks
@@ -205,10 +180,18 @@ class Device(abc.ABC):
         if done is not None:
             op_def.impl(self.xp, *arrays, out=out, done=done, **op.attrs)
             return
-        attrs = op.attrs
-        if op_def.nested and self.hooks.active:   # a jit replay: time each of its steps
-            attrs = dict(attrs, trace=functools.partial(self._inner_op, op.node_id))
-        self.run_kernel(op_def, arrays, out, attrs)
+        self.run_kernel(op_def, arrays, out, self.kernel_attrs(op))
+
+    def kernel_attrs(self, op) -> dict:
+        """The attributes ``op``'s kernel gets: its own, and for a jit replay
+        (``OpDef.nested``) this device (its steps run through its interface) and, while a
+        trace records, a callback timing each step."""
+        if not op.op_def.nested:
+            return op.attrs
+        if self.hooks.active:
+            return dict(op.attrs, device=self,
+                        trace=functools.partial(self._inner_op, op.node_id))
+        return dict(op.attrs, device=self)
 
     def _inner_op(self, parent_id: int, name: str, created_at, t0_ns: int, t1_ns: int):
         self.hooks.inner_op(self.device_id, parent_id, name, created_at, t0_ns, t1_ns)
@@ -232,6 +215,11 @@ class Device(abc.ABC):
         """Run ``op_def``'s kernel on ``arrays`` into ``out`` (a CPU device may cut it
         into row ranges run side by side)."""
         op_def.impl(self.xp, *arrays, out=out, **attrs)
+
+    def routes_kernel(self, op_def, out_nbytes: int) -> bool:
+        """Whether a jit replay's step of ``op_def`` (an output of ``out_nbytes``) must run
+        through ``run_kernel`` rather than call its kernel (never, here)."""
+        return False
 
     def _out_arrays(self, op) -> tuple:
         outs = [self._out_array(data) for data in op.outputs]

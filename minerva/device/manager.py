@@ -6,8 +6,8 @@ import threading
 from minerva.common.errors import DeviceError
 from minerva.common.logging import get_logger
 from minerva.device import gpu  # imports cupy only when a GPU is asked for
-from minerva.device.blas import BLAS, cores_for_devices
-from minerva.device.cpu import CpuDevice
+from minerva.device.cpu.blas import BLAS, cores_for_devices
+from minerva.device.cpu.device import CpuDevice
 from minerva.storage import make_store
 from minerva.storage.host import HostAllocator
 

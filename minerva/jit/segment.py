@@ -11,11 +11,12 @@ call's offsets (``SegmentCall``, the replay op's ``segment``).
 A segment holds specs, never storages nor handles: the engine may keep a finished replay
 op (and its attributes) for a while, and that must not keep the plan's captures alive.
 
-A CPU device hands the replay op ``run``, its own kernel runner: the steps that it may cut
-into row ranges (``OpDef.row_split``, or ``elementwise`` with an output of at least the
-device's ``SPLIT_OUT_BYTES``) and those that call BLAS (``OpDef.blas``: they hold the
-device's BLAS thread count) go through it, so a replay runs them as an eager op would (the
-same numbers, the same speed); the other steps call their kernels.
+The replay op's kernel also gets its ``device``, and the segment goes through the device's
+interface: views of the device's buffers are the device's (``Device.view``), and the steps
+the device says need its kernel runner (``Device.routes_kernel``: on a CPU device those it
+may cut into row ranges and those that call BLAS, which hold its BLAS thread count) run
+through ``Device.run_kernel``, so a replay runs them as an eager op would (the same
+numbers, the same speed); the other steps call their kernels.
 """
 from __future__ import annotations
 
@@ -24,23 +25,7 @@ import time
 
 import numpy as np
 
-from minerva.device.cpu_split import SPLIT_OUT_BYTES
 from minerva.jit.signature import moved
-
-ARENA = "arena"
-
-
-def make_view(xp, array, view):
-    """``view`` (shape, strides, offset in bytes) of a whole buffer ``array``."""
-    shape, strides, offset = view
-    if xp is np:
-        if 0 in shape:
-            return np.ndarray(shape, array.dtype, array, 0)
-        return np.ndarray(shape, array.dtype, array, offset, strides)
-    flat = array.reshape(-1)
-    start = offset // array.dtype.itemsize
-    return xp.lib.stride_tricks.as_strided(flat[start:], shape, strides)
-
 
 class SegmentRun:
     """A segment made runnable: its steps with resolved argument indices, and the caches of
@@ -53,7 +38,7 @@ class SegmentRun:
         self._index: dict = {}    # (vid, view) -> table position
         self._entries: list = []  # (vid, view) per table position
         self.steps = [self._compiled(step) for step in plan.steps]
-        self._static = None       # (arena array, table of arena-only entries)
+        self._static = None       # (arena array, device, table of arena-only entries)
         self._xp = None
 
     def _slot(self, vid, view) -> int:
@@ -67,21 +52,18 @@ class SegmentRun:
     def _compiled(self, step):
         ins = [self._slot(vid, view) for vid, view in step.ins]
         outs = [self._slot(vid, view) for vid, view in step.outs]
-        op_def = step.op_def
-        may_split = op_def.blas or op_def.row_split is not None or (
-            op_def.elementwise and len(outs) == 1
-            and self.specs[step.outs[0][0]].nbytes >= SPLIT_OUT_BYTES)
-        return [step, ins, outs, None, may_split]
+        return [step, ins, outs, None, False]   # bound kernel, routed: set per device
 
-    def run(self, xp, arrays, outs, seeds, run=None, trace=None, offsets=None) -> None:
-        """Run every step in order (``seeds`` maps recorded random seeds to this replay's;
-        ``run``: the device's kernel runner, see the module docstring; ``trace``, while a
-        trace records: ``trace(name, created_at, t0_ns, t1_ns)`` after each step;
-        ``offsets``: vid -> this call's offset of the view arguments' storages); an error
-        is annotated with the user's line of the step that raised it."""
-        table = self._table(xp, arrays, outs, offsets)
+    def run(self, xp, arrays, outs, seeds, device, trace=None, offsets=None) -> None:
+        """Run every step in order on ``device`` (``seeds`` maps recorded random seeds to
+        this replay's; ``trace``, while a trace records: ``trace(name, created_at, t0_ns,
+        t1_ns)`` after each step; ``offsets``: vid -> this call's offset of the view
+        arguments' storages); an error is annotated with the user's line of the step that
+        raised it."""
+        table = self._table(device, arrays, outs, offsets)
+        run = device.run_kernel
         for compiled in self.steps:
-            step, ins, out_slots, fixed, may_split = compiled
+            step, ins, out_slots, fixed, routed = compiled
             if trace is not None:
                 t0 = time.perf_counter_ns()
             try:
@@ -92,7 +74,7 @@ class SegmentRun:
                         table[i] for i in out_slots)
                     attrs = step.attrs if not seeds or "seed" not in step.attrs else dict(
                         step.attrs, seed=seeds.get(step.attrs["seed"], step.attrs["seed"]))
-                    if run is not None and may_split:
+                    if routed:
                         run(step.op_def, [table[i] for i in ins], out, attrs)
                     else:
                         step.op_def.impl(xp, *[table[i] for i in ins], out=out, **attrs)
@@ -103,35 +85,44 @@ class SegmentRun:
             if trace is not None:
                 trace(step.op_def.name, step.created_at, t0, time.perf_counter_ns())
 
-    def _table(self, xp, arrays, outs, offsets) -> list:
+    def _table(self, device, arrays, outs, offsets) -> list:
         """Every (value, view) a step uses, as an array of this replay."""
         bases = dict(zip(self.order, list(arrays) + list(outs)))
         arena = outs[-1] if self.plan.arena_bytes else None
-        static = self._static_table(xp, arena)
+        static = self._static_table(device, arena)
         table = list(static)
         for position, (vid, view) in enumerate(self._entries):
             if table[position] is None:
                 base = bases[vid]
                 if offsets and vid in offsets:
                     view = moved(view, offsets[vid])
-                table[position] = base if view is None else make_view(xp, base, view)
+                table[position] = base if view is None else device.view(base, view)
         return table
 
-    def _static_table(self, xp, arena) -> list:
-        if self._static is not None and self._static[0] is arena:
-            return self._static[1]
-        self._xp = xp
+    def _static_table(self, device, arena) -> list:
+        static = self._static
+        if static is not None and static[0] is arena and static[1] is device:
+            return static[2]
+        self._xp = device.xp
         table = [None] * len(self._entries)
         for position, (vid, view) in enumerate(self._entries):
             slot = self.plan.slots.get(vid)
             if slot is not None:
-                base = self._local(xp, arena, vid, slot)
-                table[position] = base if view is None else make_view(xp, base, view)
-        self._static = (arena, table)
+                base = self._local(arena, vid, slot)
+                table[position] = base if view is None else device.view(base, view)
+        self._static = (arena, device, table)
+        self._route_steps(device)
         self._fix_steps(table)
         return table
 
-    def _local(self, xp, arena, vid, slot):
+    def _route_steps(self, device) -> None:
+        """Mark the steps ``device`` runs through its kernel runner."""
+        for compiled in self.steps:
+            step, outs = compiled[0], compiled[2]
+            nbytes = self.specs[step.outs[0][0]].nbytes if len(outs) == 1 else 0
+            compiled[4] = device.routes_kernel(step.op_def, nbytes)
+
+    def _local(self, arena, vid, slot):
         spec = self.specs[vid]
         count = int(np.prod(spec.shape, dtype=np.int64))
         raw = arena[slot.offset:slot.offset + spec.nbytes]
@@ -141,9 +132,9 @@ class SegmentRun:
         """Steps whose arrays are all locals (and draw no seed) get their arguments
         resolved for good."""
         for compiled in self.steps:
-            step, ins, outs, _, may_split = compiled
+            step, ins, outs, _, routed = compiled
             compiled[3] = None
-            if may_split or "seed" in step.attrs or any(table[i] is None for i in ins + outs):
+            if routed or "seed" in step.attrs or any(table[i] is None for i in ins + outs):
                 continue
             out = table[outs[0]] if len(outs) == 1 else tuple(table[i] for i in outs)
             arrays = [table[i] for i in ins]
@@ -163,6 +154,6 @@ class SegmentCall:
         self.segment = segment
         self.offsets = offsets
 
-    def run(self, xp, arrays, outs, seeds, run=None, trace=None) -> None:
+    def run(self, xp, arrays, outs, seeds, device, trace=None) -> None:
         """``SegmentRun.run`` at this call's offsets."""
-        self.segment.run(xp, arrays, outs, seeds, run, trace, self.offsets)
+        self.segment.run(xp, arrays, outs, seeds, device, trace, self.offsets)

@@ -12,8 +12,8 @@ def _never_inferred(*_specs, **_attrs):
     raise RuntimeError("internal: a jit replay's outputs are planned, not inferred")
 
 
-def _replay_impl(xp, *arrays, out, segment, seeds, run=None, trace=None):
-    segment.run(xp, arrays, out if isinstance(out, tuple) else (out,), seeds, run, trace)
+def _replay_impl(xp, *arrays, out, segment, seeds, device, trace=None):
+    segment.run(xp, arrays, out if isinstance(out, tuple) else (out,), seeds, device, trace)
 
 
 JIT_REPLAY = register("jit_replay", _never_inferred, _replay_impl)

@@ -55,15 +55,15 @@ class OpDef:
     ``row_split``: the indices of the inputs whose axis 0 is the output's axis 0, when
     output row ``i`` depends on row ``i`` of those alone (and on the whole of the other
     inputs): a CPU device may then run the kernel as row ranges side by side
-    (``minerva.device.cpu_split``; ``elementwise`` ops are row-split without it).
+    (``minerva.device.cpu.split``; ``elementwise`` ops are row-split without it).
     ``row_sum``: the output is instead the sum over rows of the ``row_split`` inputs (a
     filter gradient): the ranges' partial outputs are added in range order. ``nested``:
-    the kernel runs other ops' kernels (a jit replay); a device that splits kernels passes
-    it ``run=run_kernel(op_def, arrays, out, attrs)`` to run them with, and a CPU device
-    whose run a trace records passes ``trace=(name, created_at, t0_ns, t1_ns)`` to time
-    each of them. ``blas``: the kernel calls BLAS or LAPACK (products, solvers, the
+    the kernel runs other ops' kernels (a jit replay); the device passes itself as
+    ``device=`` (the replay runs through its interface: ``view``, ``routes_kernel``,
+    ``run_kernel``) and, while a trace records, ``trace(name, created_at, t0_ns, t1_ns)``
+    to time each of them. ``blas``: the kernel calls BLAS or LAPACK (products, solvers, the
     convolutions): a CPU device runs it holding its BLAS thread count
-    (``minerva.device.blas``), so its bits never depend on what other threads run."""
+    (``minerva.device.cpu.blas``), so its bits never depend on what other threads run."""
 
     __slots__ = ("name", "infer", "impl", "n_outputs", "priority", "elementwise", "vjp",
                  "tiny_inline", "bind", "deferred", "row_split", "row_sum", "nested", "blas")

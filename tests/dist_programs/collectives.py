@@ -10,7 +10,7 @@ from helpers import check, check_equal, expected, value
 
 import minerva as mv
 import minerva.distributed as dist
-from minerva.device.blas import usable_cores
+from minerva.device.cpu.blas import usable_cores
 from minerva.distributed import session as sessions
 
 SHAPES = [(), (5,), (3, 4, 2), (0, 3)]

@@ -13,8 +13,8 @@ from __future__ import annotations
 import inspect
 
 from minerva.device.base import Device
-from minerva.device.cpu import CpuDevice
-from minerva.device.gpu_device import GpuDevice
+from minerva.device.cpu.device import CpuDevice
+from minerva.device.gpu.device import GpuDevice
 
 
 def _starts_deferred(cls) -> bool:
@@ -24,7 +24,7 @@ def _starts_deferred(cls) -> bool:
 def _submit_starting_deferred(original):
     def submit(self, op):
         if op.op_def.deferred and self.cancelled is None:
-            self.start_deferred(op)
+            self._start_deferred(op)
             return
         original(self, op)
     submit.patched = True

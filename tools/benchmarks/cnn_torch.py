@@ -38,7 +38,7 @@ import numpy as np
 
 import minerva as mv
 from benchmarks.harness import scenario, table
-from minerva.device.blas import usable_cores
+from minerva.device.cpu.blas import usable_cores
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__)))))

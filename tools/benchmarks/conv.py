@@ -33,7 +33,7 @@ from threadpoolctl import threadpool_limits
 
 import minerva as mv
 from benchmarks.harness import scenario, table
-from minerva.device.blas import usable_cores
+from minerva.device.cpu.blas import usable_cores
 from minerva.ops import registry
 from minerva.ops.nn import conv as nn_conv
 

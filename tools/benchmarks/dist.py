@@ -37,7 +37,7 @@ import minerva.distributed as dist  # noqa: E402
 from apps import dist_train, mnist_cnn, train  # noqa: E402
 from benchmarks.harness import scenario, table  # noqa: E402
 from minerva import optim  # noqa: E402
-from minerva.device.cpu import CpuDevice  # noqa: E402
+from minerva.device.cpu.device import CpuDevice  # noqa: E402
 GOALS = {"speedup": 1.6, "bandwidth": 0.9, "allreduce_cost": 1.1}
 BATCH = 64
 SIZES_MB = (1, 4, 25)

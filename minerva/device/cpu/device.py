@@ -9,8 +9,8 @@ import numpy as np
 
 from minerva.common.logging import get_logger
 from minerva.device.base import Device
-from minerva.device.blas import BLAS
-from minerva.device.cpu_split import SPLIT_OUT_BYTES, RowSplitter
+from minerva.device.cpu.blas import BLAS
+from minerva.device.cpu.split import SPLIT_OUT_BYTES, RowSplitter
 from minerva.device.ready import STOP, ReadyQueue
 
 log = get_logger("minerva.device")
@@ -46,7 +46,7 @@ class CpuDevice(Device):
         deferred op (a collective) starts at once: it only hands its work to another
         thread, and waiting behind older ops would delay it for nothing."""
         if op.op_def.deferred and self.cancelled is None:
-            self.start_deferred(op)
+            self._start_deferred(op)
             return
         if get_ident() == self._worker_id:
             self._queue.put_own(op)
@@ -55,10 +55,10 @@ class CpuDevice(Device):
 
     def run_kernel(self, op_def, arrays, out, attrs) -> None:
         """Run the kernel, as row ranges on this device's threads where it pays
-        (:mod:`minerva.device.cpu_split`); a kernel that calls BLAS holds this device's
+        (:mod:`minerva.device.cpu.split`); a kernel that calls BLAS holds this device's
         BLAS thread count meanwhile (one per range when split)."""
         if op_def.nested:   # a jit replay: its big and BLAS steps come back here
-            op_def.impl(self.xp, *arrays, out=out, run=self.run_kernel, **attrs)
+            op_def.impl(self.xp, *arrays, out=out, **attrs)
             return
         if self.threads > 1:
             if (op_def.row_split is not None or (
@@ -67,6 +67,13 @@ class CpuDevice(Device):
                     and self._splitter.run(self.threads, op_def, self.xp, arrays, out, attrs):
                 return
         self.run_tiny_kernel(op_def, arrays, out, attrs)
+
+    def routes_kernel(self, op_def, out_nbytes: int) -> bool:
+        """A replay's step goes through ``run_kernel`` when it calls BLAS (it holds this
+        device's count) or when this device may cut it into row ranges."""
+        return op_def.blas or self.threads > 1 and (
+            op_def.row_split is not None
+            or op_def.elementwise and out_nbytes >= SPLIT_OUT_BYTES)
 
     def run_tiny_kernel(self, op_def, arrays, out, attrs) -> None:
         """The kernel on the calling thread, whole, with this device's BLAS threads."""
@@ -105,7 +112,7 @@ class CpuDevice(Device):
             if op is STOP:
                 return
             if op.op_def.deferred and self.cancelled is None:
-                self.start_deferred(op)  # another thread reports it finished
+                self._start_deferred(op)  # another thread reports it finished
                 continue
             exc = run(op) if self.cancelled is None else self.cancelled
             try:

@@ -14,12 +14,13 @@ the others): the convolution's forward and backward-data, pooling and its backwa
 activations' backward. ``elementwise`` ops are row-split by definition: an input whose
 axis 0 has the output's length is cut, one that broadcasts is passed whole. Every element
 is computed as the whole kernel would compute it, so the numbers do not depend on the
-thread count; a kernel that calls BLAS holds one BLAS thread per range (``blas.BLAS``). An op whose output sums over the rows of its cut inputs (``OpDef.row_sum``:
-the filter and bias gradients) runs each range into a partial output; the partials are
-added in range order, the same sum every time for a given thread count. Reductions are
-not split. A jit replay (``OpDef.nested``) gets the device's kernel runner and sends its
-big steps through it. The ranges run under the op's floating-point error state
-(``common.fp_errors``), and the errors they meet are the op's.
+thread count; a kernel that calls BLAS holds one BLAS thread per range (``blas.BLAS``).
+An op whose output sums over the rows of its cut inputs (``OpDef.row_sum``: the filter
+and bias gradients) runs each range into a partial output; the partials are added in
+range order, the same sum every time for a given thread count. Reductions are not split.
+A jit replay (``OpDef.nested``) sends the steps this device routes to it
+(``CpuDevice.routes_kernel``) through the same runner. The ranges run under the op's
+floating-point error state (``common.fp_errors``), and the errors they meet are the op's.
 
 The helper threads are the device's own (not a ``concurrent.futures`` pool, which refuses
 work once the interpreter begins to exit): work pending at exit, ``atexit`` handlers and
@@ -34,7 +35,7 @@ import numpy as np
 
 from minerva.common import fp_errors
 from minerva.common.logging import get_logger
-from minerva.device.blas import BLAS
+from minerva.device.cpu.blas import BLAS
 
 log = get_logger("minerva.device")
 

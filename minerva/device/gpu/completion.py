@@ -33,7 +33,7 @@ import time
 from typing import Callable
 
 from minerva.common.logging import get_logger
-from minerva.device.gpu_records import Launched
+from minerva.device.gpu.records import Launched
 
 log = get_logger("minerva.device")
 POLL_MIN_S = 50e-6

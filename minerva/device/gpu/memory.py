@@ -11,7 +11,7 @@ import weakref
 from typing import Any, Callable
 
 from minerva.common.logging import get_logger
-from minerva.device.cuda_layer import CudaLayer
+from minerva.device.gpu.layer import CudaLayer
 
 log = get_logger("minerva.device")
 

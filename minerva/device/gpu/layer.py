@@ -1,6 +1,6 @@
 """The CUDA facilities a GPU device uses, as one small interface: :class:`CudaLayer`.
 
-:class:`~minerva.device.gpu_device.GpuDevice` reaches CUDA only through a CudaLayer. The real
+:class:`~minerva.device.gpu.device.GpuDevice` reaches CUDA only through a CudaLayer. The real
 one, over CuPy, is ``CupyLayer`` in :mod:`minerva.device.gpu` (the only module of the package
 that imports ``cupy``); ``tests/fake_cuda.py`` simulates the same interface on the host so the
 GPU device's control flow runs in CI without a GPU.
@@ -11,7 +11,7 @@ staging buffers are 1-D NumPy ``uint8`` arrays; every copy moves ``nbytes`` byte
 C-contiguous buffers and is asynchronous on the stream it is given (it may start only after
 the work queued on that stream before it). Kernels are queued through ``launch``, on the
 stream given. The store's allocator over a GPU is
-:class:`~minerva.device.gpu_memory.DeviceAllocator`.
+:class:`~minerva.device.gpu.memory.DeviceAllocator`.
 
 On a context a sticky error poisoned, *any* call may raise that error — also leaving a
 ``bind`` (restoring the thread's device and stream calls CUDA) — and CUDA libraries report
