@@ -9,12 +9,12 @@
 # is skipped when less than 15 s are left.
 #
 #   bringup   import minerva, a CPU op, then GPU 0 brought up and one op on it      30 s
-#   launch    launching ahead and its ordering (tests/test_gpu.py)                  45 s
+#   launch    launching ahead and its ordering (tests/gpu/test_gpu.py)                  45 s
 #   copies    copies between a CPU and (virtual) GPUs, every GPU-to-GPU path         45 s
-#   diff-1vgpu, diff-2vgpu   tests/test_gpu_differential.py on 1, then 2 virtual
+#   diff-1vgpu, diff-2vgpu   tests/gpu/test_gpu_differential.py on 1, then 2 virtual
 #             GPUs (MINERVA_VIRTUAL_GPUS)                                       60 s, 45 s
-#   device    the rest of tests/test_gpu.py: memory, out of memory, sticky errors    90 s
-#   suites    a share of tests/test_gpu_suites.py: every test function, at most
+#   device    the rest of tests/gpu/test_gpu.py: memory, out of memory, sticky errors    90 s
+#   suites    a share of tests/gpu/test_gpu_suites.py: every test function, at most
 #             GPU_CHECK_SUITES_PER_FAMILY (default 6) of its cases, those whose ids
 #             hash lowest (0: all)                                                  100 s
 #   bench     tools/bench.py gpu                                                    100 s
@@ -23,7 +23,7 @@
 # half its stage's time. GPU_CHECK_STAGES picks stages (default: all, in the order above;
 # "diff" names both diff stages); GPU_CHECK_PYTEST_ARGS adds options to every pytest run;
 # PYTHON picks the interpreter (default python3). Without a GPU every stage still runs and
-# the GPU tests skip: a dry run (tests/test_gpu_check.py runs it in CI). When nvidia-smi
+# the GPU tests skip: a dry run (tests/gpu/test_gpu_check.py runs it in CI). When nvidia-smi
 # shows a GPU that minerva cannot use, the bringup stage fails.
 #
 # $OUT (default ./gpu_check_out) receives three files: summary.txt (also printed), the
@@ -195,18 +195,18 @@ if wanted bringup; then
     grep -E '^(python|cupy|torch|minerva|gpu 0|bringup: (cpu|no GPU here))' \
         "$LOGS/bringup.log" 2>/dev/null | sed 's/^/    /' | tee -a "$OUT/summary.txt"
 fi
-wanted launch && stage launch 45 gpu_tests tests/test_gpu.py -k "$LAUNCH"
-wanted copies && stage copies 45 gpu_tests tests/test_gpu.py -k "$COPIES"
+wanted launch && stage launch 45 gpu_tests tests/gpu/test_gpu.py -k "$LAUNCH"
+wanted copies && stage copies 45 gpu_tests tests/gpu/test_gpu.py -k "$COPIES"
 if wanted diff; then
     for n in 1 2; do
         stage "diff-${n}vgpu" $((n == 1 ? 60 : 45)) gpu_tests MINERVA_VIRTUAL_GPUS=$n \
-            tests/test_gpu_differential.py
+            tests/gpu/test_gpu_differential.py
     done
 fi
-wanted device && stage device 90 gpu_tests tests/test_gpu.py -k "not ($LAUNCH) and not ($COPIES)"
+wanted device && stage device 90 gpu_tests tests/gpu/test_gpu.py -k "not ($LAUNCH) and not ($COPIES)"
 if wanted suites; then
     stage suites 100 gpu_tests GPU_CHECK_SUITES_PER_FAMILY="$PER_FAMILY" \
-        PYTHONPATH="$WORK/plugins:$PYTHONPATH" -p gpu_check_sample tests/test_gpu_suites.py
+        PYTHONPATH="$WORK/plugins:$PYTHONPATH" -p gpu_check_sample tests/gpu/test_gpu_suites.py
 fi
 if wanted bench; then
     stage bench 100 limited "$PY" tools/bench.py gpu --repeat 3 --json "$OUT/bench_gpu.json"

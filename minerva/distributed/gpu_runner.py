@@ -4,7 +4,7 @@ a GPU and NCCL can carry it, else staged through pinned host memory over the tra
 Everything runs on the communication thread, on one *communication stream* per GPU that
 first waits for the compute stream's work queued before the collective started (the
 job's ``ready`` event). The GPU is reached through the device's CUDA layer only, so the
-GPU test double (``tests/fake_cuda.py``) drives the same code. Waiting for the GPU is
+GPU test double (``tests/support/fake_cuda.py``) drives the same code. Waiting for the GPU is
 bounded: an :class:`EventWaiter` thread blocks on the event while the communication
 thread waits for it until the deadline; past it, the NCCL communicator is aborted.
 Creating a communicator is bounded by the same deadline (``nccl_init``).

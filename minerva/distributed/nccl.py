@@ -14,7 +14,7 @@ exactly that type. The library hands the id around as its 128 bytes (a uint8 arr
 MPI broadcasts) and gives ``NcclCommunicator`` the form the installed CuPy takes.
 
 Tests drive this library over a double of ``cupy.cuda.nccl`` that follows either
-contract (``tests/dist_programs/fake_nccl.py``); only the data calls, which take device
+contract (``tests/distributed/programs/fake_nccl.py``); only the data calls, which take device
 pointers, are replaced there (``comm_class``).
 """
 from __future__ import annotations

@@ -27,7 +27,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [ROOT, os.path.dirname(HERE), os.path.join(ROOT, "tests", "dist_programs")]
+sys.path[:0] = [ROOT, os.path.dirname(HERE), os.path.join(ROOT, "tests", "distributed", "programs")]
 
 import numpy as np  # noqa: E402
 

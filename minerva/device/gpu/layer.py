@@ -2,7 +2,7 @@
 
 :class:`~minerva.device.gpu.device.GpuDevice` reaches CUDA only through a CudaLayer. The real
 one, over CuPy, is ``CupyLayer`` in :mod:`minerva.device.gpu` (the only module of the package
-that imports ``cupy``); ``tests/fake_cuda.py`` simulates the same interface on the host so the
+that imports ``cupy``); ``tests/support/fake_cuda.py`` simulates the same interface on the host so the
 GPU device's control flow runs in CI without a GPU.
 
 Conventions: ``ordinal`` is a *physical* CUDA device number; streams, events and chunks are
