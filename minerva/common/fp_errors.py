@@ -101,13 +101,14 @@ def _decode(captured) -> ErrState:
     return state[0]
 
 
+_NO_KWARGS: dict = {}
 CURRENT = object()
 """For ``run_under``: the calling thread's own error state (a direct op, run at once)."""
 
 
-def run_under(captured, function, args, name: str, created_at) -> None:
-    """``function(*args)`` under the error state ``captured`` (from ``capture``, or
-    ``CURRENT``), then report the errors it met (op ``name``, built at ``created_at``);
+def run_under(captured, function, args, name: str, created_at, kwargs=_NO_KWARGS) -> None:
+    """``function(*args, **kwargs)`` under the error state ``captured`` (from ``capture``,
+    or ``CURRENT``), then report the errors it met (op ``name``, built at ``created_at``);
     warnings turned into errors by the warnings filters are raised here. An exception of
     ``function`` propagates unreported."""
     if captured is CURRENT:
@@ -119,7 +120,7 @@ def run_under(captured, function, args, name: str, created_at) -> None:
     thread.state, thread.records = state, None
     applied = _EXTOBJ.set(state.kernel) if _EXTOBJ is not None else _apply(state.kernel)
     try:
-        function(*args)
+        function(*args, **kwargs)
     finally:
         if _EXTOBJ is not None:
             _EXTOBJ.reset(applied)

@@ -128,8 +128,13 @@ class Device(abc.ABC):
             if not self.checks_fp_errors:
                 op_def.impl(self.xp, *arrays, out=target, **attrs)   # tiny: never split
                 return None
-            fp_errors.run_under(fp_errors.CURRENT, self.run_tiny_kernel,
-                                (op_def, arrays, target, attrs), op_def.name, out.created_at)
+            if op_def.blas:
+                fp_errors.run_under(fp_errors.CURRENT, self.run_tiny_kernel,
+                                    (op_def, arrays, target, attrs), op_def.name,
+                                    out.created_at)
+            else:   # the kernel itself, one call less
+                fp_errors.run_under(fp_errors.CURRENT, op_def.impl, (self.xp, *arrays),
+                                    op_def.name, out.created_at, dict(attrs, out=target))
         except Exception as err:  # stored on the output by the engine
             return detach_traceback(err)
         return None

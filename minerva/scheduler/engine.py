@@ -43,6 +43,8 @@ class Engine(DirectPath, Releasing, Waiting, Lifecycle):
     kicks_releases = False
     """Whether a release with nothing in flight posts a task to apply it (an engine with
     threads); the naive engine applies releases at its next call instead."""
+    _release_posted = False
+    """Set while a posted RELEASE task is pending (by the engine that kicks releases)."""
 
     def __init__(self, dag, devices, hooks, max_pending: int, copy_op):
         self.dag = dag

@@ -27,8 +27,8 @@ class Releasing:
         if self.closed:
             return
         self._releases.append(data)
-        if self.n_inflight == 0 and self.kicks_releases:
-            self._kick_releases()
+        if self.n_inflight == 0 and self.kicks_releases and not self._release_posted:
+            self._kick_releases()   # (a stale flag only delays it to the next op's drain)
 
     def flush_releases(self) -> None:
         """Apply queued handle releases now and free what died."""
