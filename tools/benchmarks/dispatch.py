@@ -1,6 +1,7 @@
 """dispatch: per-op cost of the runtime on tiny ops — a dependent chain and a batch of
-independent ops — for minerva (dag and naive engines), plain NumPy, and Dask's threaded
-scheduler on the same graph (when dask is installed)."""
+independent ops — for minerva (dag and naive engines), plain NumPy running the same code,
+and Dask's threaded scheduler on the same graph (when dask is installed); and a chain on
+128 KiB operands, which takes the DAG path."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,9 +10,13 @@ import minerva as mv
 from benchmarks.harness import scenario, table, timed
 
 
-def minerva_chain(n: int):
+BIG = 16384
+"""Elements of the big chain's operands (float64: 128 KiB, above the direct path's limit)."""
+
+
+def minerva_chain(n: int, size: int = 4):
     def run():
-        x = mv.zeros(4)
+        x = mv.zeros(size)
         for _ in range(n):
             x = x + 1
         x.wait()
@@ -27,9 +32,9 @@ def minerva_independent(n: int):
     return run
 
 
-def numpy_chain(n: int):
+def numpy_chain(n: int, size: int = 4):
     def run():
-        x = np.zeros(4, np.float32)
+        x = np.zeros(size)
         for _ in range(n):
             x = x + 1
     return run
@@ -37,14 +42,14 @@ def numpy_chain(n: int):
 
 def numpy_independent(n: int):
     def run():
-        base = np.zeros(4, np.float32)
+        base = np.zeros(4)
         [base + i for i in range(n)]
     return run
 
 
 def dask_chain(n: int):
     import dask.threaded
-    graph = {("x", 0): (np.zeros, 4, np.float32)}
+    graph = {("x", 0): (np.zeros, 4)}
     for i in range(1, n + 1):
         graph[("x", i)] = (np.add, ("x", i - 1), 1)
     return lambda: dask.threaded.get(graph, ("x", n))
@@ -52,7 +57,7 @@ def dask_chain(n: int):
 
 def dask_independent(n: int):
     import dask.threaded
-    graph = {"base": (np.zeros, 4, np.float32)}
+    graph = {"base": (np.zeros, 4)}
     for i in range(n):
         graph[("y", i)] = (np.add, "base", i)
     keys = [("y", i) for i in range(n)]
@@ -87,6 +92,18 @@ def measure(n_chain: int, n_independent: int, repeat: int) -> dict:
         pass
     return {name: (chain / n_chain * 1e6, indep / n_independent * 1e6)
             for name, (chain, indep) in rows.items()}
+
+
+def measure_big(n: int, repeat: int) -> dict:
+    """Microseconds per op of a chain on 128 KiB operands: minerva (each engine) and NumPy."""
+    rows = {}
+    for engine in ("dag", "naive"):
+        mv.shutdown()
+        mv.init(engine=engine)
+        rows[f"minerva-{engine}"] = timed(minerva_chain(n, BIG), repeat) / n * 1e6
+        mv.shutdown()
+    rows["numpy"] = timed(numpy_chain(n, BIG), repeat) / n * 1e6
+    return rows
 
 
 def calls_per_op(engine: str, n: int = 2_000) -> float:
@@ -127,8 +144,14 @@ def dispatch(args) -> dict:
                   "dask_over_dag_independent": dask[1] / dag[1]}
     ratios["dag_over_numpy_chain"] = per_op["minerva-dag"][0] / per_op["numpy"][0]
     ratios["naive_over_numpy_chain"] = per_op["minerva-naive"][0] / per_op["numpy"][0]
+    big = measure_big(n_chain // 10, args.repeat)
+    table("dispatch: us/op, chain on 128 KiB operands (the DAG path)",
+          [(name, f"{us:.2f}") for name, us in big.items()], ("system", "us/op"))
+    ratios["dag_over_numpy_big_chain"] = big["minerva-dag"] / big["numpy"]
+    ratios["naive_over_numpy_big_chain"] = big["minerva-naive"] / big["numpy"]
     print("  ratios: " + ", ".join(f"{k}={v:.2f}x" for k, v in ratios.items()))
-    return {"us_per_op": per_op, "ratios": ratios, "calls_per_op": calls}
+    return {"us_per_op": per_op, "big_chain_us_per_op": big, "ratios": ratios,
+            "calls_per_op": calls}
 
 
 def _op_pieces() -> list[tuple[str, float]]:
