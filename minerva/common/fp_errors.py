@@ -132,6 +132,34 @@ def run_under(captured, function, args, name: str, created_at, kwargs=_NO_KWARGS
         _report(state, records, name, created_at)
 
 
+def run_collecting(function, args, kwargs):
+    """``function(*args, **kwargs)`` under the calling thread's own error state; the
+    ``(state, records)`` to give ``report`` later (records None when nothing was met).
+    An exception of ``function`` propagates."""
+    captured = _EXTOBJ.get() if _EXTOBJ is not None else capture()
+    known = _DECODED.get(captured)
+    state = _decode(captured) if known is None else known[0]
+    thread = _THREAD
+    outer = thread.state, thread.records
+    thread.state, thread.records = state, None
+    applied = _EXTOBJ.set(state.kernel) if _EXTOBJ is not None else _apply(state.kernel)
+    try:
+        function(*args, **kwargs)
+    finally:
+        if _EXTOBJ is not None:
+            _EXTOBJ.reset(applied)
+        else:
+            _restore(applied)
+        records = thread.records
+        thread.state, thread.records = outer
+    return state, records
+
+
+def report(state: "ErrState", records: list, name: str, created_at) -> None:
+    """Report what ``run_collecting`` collected (op ``name``, built at ``created_at``)."""
+    _report(state, records, name, created_at)
+
+
 def active() -> "ErrState | None":
     """The state the kernel running on this thread runs under (for its helper threads)."""
     return _THREAD.state

@@ -25,10 +25,6 @@ class PhysicalDag:
         if op.error is not None:
             self.n_failed_total += 1
 
-    def remove_data(self, data: DataNode) -> None:
-        """Remove a dead data node."""
-        del self.data[data.node_id]
-
     def stats(self) -> dict:
         """``n_op_nodes``, ``n_data_nodes``, ``n_pending`` and ``n_completed_total``."""
         return {"n_op_nodes": len(self.ops), "n_data_nodes": len(self.data),

@@ -9,15 +9,25 @@ the current versions of its inputs and makes a new version: of a fresh storage, 
 storage it writes (``x += 1``, ``x[i] = v``, ``out=``) when that storage's value is
 computed, read by nothing pending and held by no other storage (``state.begin_direct``).
 The result, the errors and the trace records are those of the DAG path.
+
+The common case — a fresh output of a kernel that calls no BLAS, while no trace records —
+takes the lean path (``_run_fresh``): the output's block is taken first (the store's
+out-of-memory ladder may need the engine), then, in one round of the engine lock, the
+inputs are checked, the kernel runs (tiny: about a microsecond) and its output is inserted
+computed (``state.settled_value``); as nothing else can read or write meanwhile, no op node
+and no read counts are needed. The user's line is found only when it is needed: for an
+error or a floating-point warning, while the user's call is still on the stack.
 """
 from __future__ import annotations
 
 import math
 import time
 
-from minerva.common.callsite import format_callsite
+from minerva.common import fp_errors
+from minerva.common.callsite import format_callsite, user_callsite
 from minerva.common.errors import OpError
-from minerva.dag.nodes import Storage
+from minerva.dag.nodes import COMPLETED, Storage
+from minerva.device.base import detach_traceback
 from minerva.scheduler import state
 
 
@@ -36,6 +46,73 @@ def is_tiny(storages, spec, out_view, limit: int) -> bool:
 class DirectPath:
     """Tiny ops run at once on the calling thread (mixed into ``Engine``, whose lock
     guards the nodes it counts)."""
+
+    def _try_direct(self, op_def, attrs, storages, spec, device_id, created_at, views,
+                    writes, out_views):
+        """Run a tiny op now on this thread when it can be (the lean path, else the
+        general one); its output storage, or None for the DAG path."""
+        device = self.devices.table[device_id]
+        limit = device.inline_limit
+        out_view = None if out_views is None else out_views[0]
+        if not limit or not is_tiny(storages, spec, out_view, limit):
+            return None
+        if writes is None and out_view is None and not op_def.blas and not self.hooks.active:
+            return self._run_fresh(op_def, attrs, storages, spec, device, views)
+        return self._run_direct(op_def, attrs, storages, spec, device,
+                                created_at or user_callsite(), views,
+                                None if writes is None else writes[0], out_view)
+
+    def _run_fresh(self, op_def, attrs, storages, spec, device, views):
+        """The lean path: a fresh output, a kernel without BLAS, no trace; the output's
+        storage, or None when it must take another path (nothing done then)."""
+        store = device.store
+        block, target = store.alloc_array(spec.nbytes, spec.shape, spec.dtype)
+        with self._lock:
+            args = self._ready_inputs(storages, device.device_id)
+            if args is None:
+                store.free(block)
+                return None
+            state_records, exc = self._kernel_now(op_def, attrs, args, views, target, device)
+            out = state.settled_value(self.dag, spec, device.device_id, exc is not None)
+            block.label, out.block, out.array = out, block, target
+            if exc is not None:
+                out.error = _direct_error(op_def, exc, out.node_id, device)
+                self._failures.append(out.error)
+            blocks = self._delete_locked(self._drain_releases_locked()) \
+                if self._releases else None
+        if blocks:
+            self._free_blocks(blocks)
+        if state_records is not None and exc is None:
+            fp_errors.report(*state_records, op_def.name, user_callsite())
+        return [Storage(out, self)]
+
+    def _ready_inputs(self, storages, device_id):
+        """Under the lock: the current versions of ``storages`` when all are computed
+        values of this runtime on ``device_id`` with no writer pending; else None."""
+        if self.closed or self.n_inflight >= self.max_pending:
+            return None
+        args = [storage.current for storage in storages]
+        for storage, data in zip(storages, args):
+            if data.state != COMPLETED or data.writer is not None \
+                    or data.device_id != device_id or storage.engine is not self:
+                return None
+        return args
+
+    @staticmethod
+    def _kernel_now(op_def, attrs, args, views, target, device):
+        """Run the kernel under the caller's floating-point error state: ``((state,
+        records) or None, exception or None)``."""
+        if device.cancelled is not None:
+            return None, device.cancelled
+        arrays = [data.array for data in args]
+        if views is not None:
+            arrays = [a if v is None else device.view(a, v) for a, v in zip(arrays, views)]
+        try:
+            found = fp_errors.run_collecting(op_def.impl, (device.xp, *arrays),
+                                             dict(attrs, out=target))
+        except Exception as err:  # stored on the output
+            return None, detach_traceback(err)
+        return (found if found[1] else None), None
 
     def _run_direct(self, op_def, attrs, storages, spec, device, created_at, views,
                     written=None, out_view=None):
@@ -101,3 +178,11 @@ class DirectPath:
         if ready:
             self._start(ready)
         return result
+
+
+def _direct_error(op_def, exc, node_id: int, device) -> OpError:
+    """The OpError of a direct op that raised ``exc``, naming the user's line (still on
+    the stack)."""
+    return OpError.from_failure(exc, op=op_def.name, node_id=node_id,
+                                device=device.device_id,
+                                created_at=format_callsite(user_callsite()))

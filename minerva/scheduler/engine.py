@@ -24,12 +24,12 @@ import collections
 import threading
 import time
 
-from minerva.common.callsite import format_callsite
+from minerva.common.callsite import format_callsite, user_callsite
 from minerva.common.errors import OpError
 from minerva.common.fp_errors import capture as capture_errstate
 from minerva.dag.nodes import FAILED, LAUNCHED, Storage
 from minerva.scheduler import state
-from minerva.scheduler.direct import DirectPath, is_tiny
+from minerva.scheduler.direct import DirectPath
 from minerva.scheduler.lifecycle import Lifecycle
 from minerva.scheduler.releases import Releasing
 from minerva.scheduler.waiting import Waiting
@@ -72,19 +72,17 @@ class Engine(DirectPath, Releasing, Waiting, Lifecycle):
         """Register an op reading the current versions of ``storages`` (through ``views``)
         on ``device_id``, copying inputs that live elsewhere; ``writes`` (None, or a
         storage or None per output) are the storages the outputs overwrite, through
-        ``out_views``. Returns one storage per output: the written one, or a new one."""
+        ``out_views``. ``created_at`` is the user's line, or None to find it only when it
+        is needed. Returns one storage per output: the written one, or a new one."""
         if writes is not None:
             self._refuse_foreign(writes)
         if len(out_specs) == 1 and op_def.tiny_inline and not self.hooks.wants_nodes:
-            device = self.devices.table[device_id]
-            out_view = None if out_views is None else out_views[0]
-            if device.inline_limit and is_tiny(storages, out_specs[0], out_view,
-                                               device.inline_limit):
-                result = self._run_direct(op_def, attrs, storages, out_specs[0], device,
-                                          created_at, views,
-                                          None if writes is None else writes[0], out_view)
-                if result is not None:
-                    return result
+            result = self._try_direct(op_def, attrs, storages, out_specs[0], device_id,
+                                      created_at, views, writes, out_views)
+            if result is not None:
+                return result
+        if created_at is None:   # the op is deferred: its user's line is wanted
+            created_at = user_callsite()
         with self._lock:
             if self.closed or self.n_inflight >= self.max_pending:
                 self.check_open()

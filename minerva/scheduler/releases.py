@@ -38,13 +38,7 @@ class Releasing:
             self._free_blocks(blocks)
 
     def _drain_releases_locked(self) -> list:
-        dead = []
-        releases = self._releases
-        while releases:
-            data = releases.popleft()
-            if state.release_handle(data):
-                dead.append(data)
-        return dead
+        return state.drain_releases(self._releases)
 
     def _delete_locked(self, dead: list) -> list:
         """Remove dead nodes (and copies that die with them); their blocks, to free after

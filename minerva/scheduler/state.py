@@ -20,7 +20,8 @@ the deletes of what it reads still wait for ``complete_op``. A consumer that sta
 launched input (``OpNode.ahead``) fails with that input if the input's op fails later.
 
 An op that runs at once on the calling thread (tiny, inputs computed) skips the op node:
-``begin_direct`` counts its reads and inserts its output, ``end_direct`` settles it.
+``begin_direct`` counts its reads and inserts its output, ``end_direct`` settles it; one
+that runs whole under the engine lock needs neither: ``settled_value`` inserts its output.
 
 A write (an output with a ``base``) takes the version it overwrites as an input, waits
 for that version's earlier readers (write after read: ``base.writer``), and takes over its
@@ -113,6 +114,21 @@ def begin_direct(dag: PhysicalDag, args: list, spec, device_id: int, created_at,
         data.rc += 1
     out = DataNode(spec, device_id, None, created_at, base)
     dag.data[out.node_id] = out
+    return out
+
+
+def settled_value(dag: PhysicalDag, spec, device_id: int, failed: bool) -> DataNode:
+    """The output of an op that ran whole under the engine lock (the lean direct path:
+    nothing else could read or write meanwhile, so its reads are not counted): inserted
+    computed, or failed (the caller sets its ``error``), with no producer."""
+    out = DataNode(spec, device_id, None, None)
+    if failed:
+        out.state = FAILED
+        dag.n_failed_total += 1
+    else:
+        out.state = COMPLETED
+    dag.data[out.node_id] = out
+    dag.n_completed_total += 1
     return out
 
 
@@ -289,10 +305,23 @@ def release_handle(data: DataNode) -> bool:
     return False
 
 
+def drain_releases(releases) -> list[DataNode]:
+    """Apply every queued handle release of the deque ``releases`` (``release_handle`` on
+    each, in one pass); the values that died."""
+    dead = []
+    while releases:
+        data = releases.popleft()
+        data.extern_rc -= 1
+        if data.rc == 0 and data.extern_rc == 0 and data.state >= COMPLETED and not data.dead:
+            data.dead = True
+            dead.append(data)
+    return dead
+
+
 def delete_data(dag: PhysicalDag, data: DataNode) -> tuple[object, list[DataNode]]:
     """Remove a dead node; return its block (to free outside the lock; None when a write
     took its buffer over) and the cached copies that died with it."""
-    dag.remove_data(data)
+    del dag.data[data.node_id]
     block, data.block, data.array = data.block, None, None
     dead: list[DataNode] = []
     if data.copies:
@@ -335,4 +364,5 @@ def _is_dead(data: DataNode) -> bool:
 
 
 __all__ = ["register_op", "release_hold", "start_run", "launch_op", "complete_op",
-           "release_handle", "delete_data", "uncache_copy", "begin_direct", "end_direct"]
+           "release_handle", "drain_releases", "delete_data", "uncache_copy", "begin_direct",
+           "end_direct", "settled_value"]

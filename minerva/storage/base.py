@@ -66,6 +66,12 @@ class DataStore(abc.ABC):
     def array(self, block: Block, shape: tuple, dtype: Any) -> Any:
         """``block`` viewed as an array of ``shape`` and ``dtype``."""
 
+    def alloc_array(self, nbytes: int, shape: tuple, dtype: Any):
+        """``(block, array)``: a block for a CPU op's output and its view (stores may do
+        it in one step)."""
+        block = self.alloc(nbytes)
+        return block, self.array(block, shape, dtype)
+
     @abc.abstractmethod
     def release_all(self) -> int:
         """Return every cached (free) chunk to the system; the number of bytes returned."""

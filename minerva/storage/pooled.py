@@ -112,6 +112,28 @@ class PooledDataStore(DataStore):
             self.hooks.mem_alloc(self.device_id, block, in_use)
         return block
 
+    def alloc_array(self, nbytes: int, shape: tuple, dtype: Any):
+        """``(block, array)``: ``alloc(nbytes)`` viewed as ``shape`` and ``dtype`` — in one
+        call when the newest freed block of that size is at hand (a tiny op's output)."""
+        size = self._round(nbytes)
+        with self._lock:
+            stack = self._recent.get((None, size)) if self._caches else None
+            if stack and not self.hooks.active:
+                block = stack.pop()
+                self._recent_bytes -= size
+                block.nbytes = nbytes
+                self._n_hits += 1
+                self._record_alloc(block)
+            else:
+                block = None
+        if block is None:
+            block = self.alloc(nbytes)
+        key = (shape, dtype)
+        if block.view_key != key:
+            block.view = self.allocator.view(block.chunk, block.offset, nbytes, shape, dtype)
+            block.view_key = key
+        return block, block.view
+
     def free(self, block: Block) -> None:
         """Give ``block`` back: cached for its stream (merged with free neighbours), or under
         the ``naive`` strategy returned to the system at once."""
