@@ -310,3 +310,45 @@ register("nan_to_num", _numpy_unary_infer("nan_to_num", np.nan_to_num), _nan_to_
          elementwise=True)
 register("set_part", _set_part_infer, _set_part_impl, elementwise=True)
 register("sinc", _numpy_unary_infer("sinc", np.sinc), _sinc_impl, elementwise=True)
+
+
+# ---- a ufunc called with where= (and the functions the ufunc methods fold) ----------------
+
+_OWN_FUNCTIONS = {"sigmoid": lambda xp, a: 1 / (1 + xp.exp(-a)),
+                  "relu": lambda xp, a: xp.maximum(a, 0)}
+
+
+def ufunc_function(xp, name: str):
+    """The element-wise function ``name`` over ``xp``, called on arrays (a new array
+    back): ``xp``'s ufunc of that name, or minerva's own (``sigmoid``, ``relu``)."""
+    own = _OWN_FUNCTIONS.get(name)
+    return getattr(xp, name) if own is None else functools.partial(own, xp)
+
+
+def _where_call_infer(*specs, name, dtypes, fresh):
+    """``specs``: the operands (of the loop's dtypes) and the mask, last; ``dtypes``: the
+    outputs' dtypes (the written arrays', or the loop's for fresh results)."""
+    shape = broadcast_shape(name, *specs)
+    return tuple(ArraySpec(shape, dtype) for dtype in dtypes)
+
+
+def _where_call_impl(xp, *arrays, out, name, dtypes, fresh):
+    """NumPy's ``ufunc(*operands, out=out, where=mask)``: elements where the mask is False
+    keep ``out``'s values (a ``fresh`` result holds zeros there)."""
+    *operands, mask = arrays
+    outs = out if isinstance(out, tuple) else (out,)
+    if fresh:
+        for o in outs:
+            o[...] = 0
+    function = getattr(xp, name, None)
+    if xp is np and function is not None:  # NumPy skips the masked elements
+        function(*operands, out=outs, where=mask, casting="unsafe")
+        return
+    results = ufunc_function(xp, name)(*operands)
+    for o, r in zip(outs, results if isinstance(results, tuple) else (results,)):
+        xp.copyto(o, r, where=mask.astype(bool, copy=False), casting="unsafe")
+
+
+register("ufunc_where", _where_call_infer, _where_call_impl, elementwise=True)
+register("ufunc_where2", _where_call_infer, _where_call_impl, n_outputs=2, elementwise=True)
+"""A ufunc called with ``where=``: one output (``ufunc_where``), or two (``divmod``)."""

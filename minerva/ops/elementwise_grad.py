@@ -4,7 +4,8 @@ namespace ``ns``. Broadcast inputs get their gradient summed back to their shape
 ``maximum``/``minimum`` (and ``fmax``/``fmin``, ``clip``): on a tie the gradient goes to
 the first argument. Comparisons, bitwise and logical ops, and ops whose result is
 piecewise constant (``sign``, ``floor``, ``ceil``, ``trunc``, ``rint``, ``floor_divide``,
-``round``, ``angle``) have no gradient: asking one through them is an error. ``nan_to_num``
+``round``, ``angle``) have no gradient: asking one through them is an error; so do ufuncs
+called with ``where=`` (``ufunc_where``). ``nan_to_num``
 is the identity where its input is finite; the real and imaginary parts take the part of
 the gradient back; ``sinc``'s is ``(cos(pi x) - sinc(x)) / x`` (0 at 0).
 """
@@ -342,7 +343,8 @@ def _register_all() -> None:
         "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
         "logical_and", "logical_or", "logical_xor", "logical_not", "invert", "isnan",
         "isinf", "isfinite", "signbit", "sign", "floor", "ceil", "trunc", "rint",
-        "floor_divide", "nextafter", "heaviside", "gcd", "lcm", "ldexp", "round", "angle")
+        "floor_divide", "nextafter", "heaviside", "gcd", "lcm", "ldexp", "round", "angle",
+        "ufunc_where", "ufunc_where2")
     nondifferentiable(*(n + "_scalar" for n in (
         "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
         "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from minerva.common.errors import ShapeIndexError
-from minerva.ops.elementwise import ARRAY, fits, mixed_args
+from minerva.ops.elementwise import ARRAY, fits, mixed_args, ufunc_function
 from minerva.ops.registry import ArraySpec, register, shape_error
 
 
@@ -141,6 +141,41 @@ def _scatter_add_impl(xp, values, *indices, out, layout, shape, dtype):
     xp.add.at(out, tuple(mixed_args(layout, indices)), values)
 
 
+def _ufunc_at_infer(*specs, name, **attrs):
+    return _put_infer(*specs, **attrs)
+
+
+def _ufunc_at_impl(xp, *arrays, out, name, layout, value, shape, dtype):
+    """``numpy.<name>.at(out, index, value)`` (``value`` None for a one-operand ufunc)."""
+    if value is ARRAY:
+        value, arrays = arrays[0], arrays[1:]
+    index = tuple(mixed_args(layout, arrays))
+    operands = () if value is None else (value,)
+    if xp is np and hasattr(np, name):
+        getattr(np, name).at(out, index, *operands)
+        return
+    portable_at(xp, ufunc_function(xp, name), out, index, *operands)
+
+
+def portable_at(xp, function, out, index, *value) -> None:
+    """``ufunc.at`` over array module ``xp``: the elements ``index`` picks are updated in
+    rounds, the k-th occurrence of each element in round k (so a repeated index applies
+    ``function`` once per occurrence, in index order, as NumPy's unbuffered ``at``)."""
+    positions = xp.arange(out.size).reshape(out.shape)[index]
+    values = [xp.broadcast_to(xp.asarray(v), positions.shape).reshape(-1) for v in value]
+    positions = positions.reshape(-1)
+    if positions.size == 0:
+        return
+    order = xp.argsort(positions, kind="stable")
+    ordered = positions[order]
+    rank = xp.empty_like(order)
+    rank[order] = xp.arange(positions.size) - xp.searchsorted(ordered, ordered, side="left")
+    for round_ in range(int(rank.max()) + 1):
+        picked = rank == round_
+        where = xp.unravel_index(positions[picked], out.shape)
+        out[where] = function(out[where], *(v[picked] for v in values))
+
+
 # ---- along an axis, flat positions ----------------------------------------------------
 
 def along_shape(name: str, shape: tuple, indices: ArraySpec, axis) -> tuple:
@@ -249,9 +284,49 @@ def _getitem_impl(xp, x, *, out, index):
 TAKE = register("take_index", _take_infer, _take_impl)
 SCATTER_ADD = register("scatter_add", _scatter_add_infer, _scatter_add_impl)
 """``add.at(x, index, values)`` into ``out=x``: unbuffered, every repeated index adds."""
+UFUNC_AT = register("ufunc_at", _ufunc_at_infer, _ufunc_at_impl)
+"""``<ufunc>.at(x, index[, value])`` into ``out=x``: unbuffered, for every ufunc."""
 PUT = register("put_index", _put_infer, _put_impl)
 register("take_along_axis", _take_along_infer, _take_along_impl)
 register("put_along_axis", _put_along_infer, _put_along_impl)
 register("put", _flat_put_infer, _flat_put_impl)
 register("indices", _indices_infer, _indices_impl)
 register("getitem", _getitem_infer, _getitem_impl)
+
+
+# ---- flat positions and the indices per axis they stand for -----------------------------------
+
+def _unravel_infer(indices, *, shape, order):
+    if indices.dtype.kind not in "iu":
+        raise ShapeIndexError("only int indices permitted")
+    return (ArraySpec((len(shape),) + indices.shape, np.dtype(np.intp)),)
+
+
+def _unravel_impl(xp, indices, *, out, shape, order):
+    """``numpy.unravel_index``, the index of each axis stacked along the first axis (its
+    ValueError for a position out of bounds, when the op runs)."""
+    for axis, values in enumerate(xp.unravel_index(indices, shape, order=order)):
+        out[axis] = values
+
+
+def _ravel_multi_infer(*indices, dims, mode, order):
+    if any(spec.dtype.kind not in "iu" for spec in indices):
+        raise ShapeIndexError("only int indices permitted")
+    if len(indices) != len(dims):
+        raise shape_error("ravel_multi_index", f"parameter multi_index must be a sequence "
+                          f"of length {len(dims)}")
+    try:
+        shape = np.broadcast_shapes(*(spec.shape for spec in indices))
+    except ValueError as exc:
+        raise shape_error("ravel_multi_index", str(exc)) from None
+    return (ArraySpec(tuple(shape), np.dtype(np.intp)),)
+
+
+def _ravel_multi_impl(xp, *indices, out, dims, mode, order):
+    """``numpy.ravel_multi_index`` (its ValueError for an entry out of bounds with
+    ``mode='raise'``, when the op runs)."""
+    out[...] = xp.ravel_multi_index(tuple(indices), dims, mode=mode, order=order)
+
+
+register("unravel_index", _unravel_infer, _unravel_impl)
+register("ravel_multi_index", _ravel_multi_infer, _ravel_multi_impl)

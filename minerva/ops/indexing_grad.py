@@ -2,8 +2,8 @@
 ``ns``.
 
 An advanced index's gradient is a scatter-add: an element picked twice receives both
-contributions; so is ``take_along_axis``'s. ``put``, ``put_along_axis`` and ``indices``
-have no gradient.
+contributions; so is ``take_along_axis``'s. ``put``, ``put_along_axis``, ``indices``
+and the ``at`` of ufuncs other than ``add`` (``ufunc_at``) have no gradient.
 """
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def _register_all() -> None:
     defvjp("take_index", _take_index, tuple(range(1, 33)))
     defvjp("scatter_add", _scatter_add, tuple(range(1, 33)))
     defvjp("take_along_axis", _take_along, (1,))
-    nondifferentiable("put", "put_along_axis", "indices")
+    nondifferentiable("put", "put_along_axis", "indices", "ufunc_at")
 
 
 _register_all()

@@ -127,3 +127,159 @@ def _register_all() -> None:
 
 
 _register_all()
+
+
+# ---- ufunc methods: reduce, accumulate, reduceat of any two-operand ufunc -----------------
+# On NumPy the kernels are NumPy's own methods; on another array module (CuPy, whose ufuncs
+# lack most methods) they are built from its sums and products, or fold the ufunc itself:
+# pairwise for the ufuncs NumPy may reorder, in order for the others.
+
+REORDERABLE = frozenset({
+    "add", "multiply", "maximum", "minimum", "fmax", "fmin", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "hypot", "logaddexp", "logaddexp2", "logical_and", "logical_or",
+    "logical_xor", "gcd"})
+"""The ufuncs whose reductions NumPy may reorder (several axes at once, pairwise)."""
+_SCANNABLE = frozenset({"maximum", "minimum", "fmax", "fmin", "bitwise_and", "bitwise_or",
+                        "bitwise_xor", "logical_and", "logical_or", "logical_xor", "gcd"})
+_MODULE_REDUCTIONS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+                      "logical_and": "all", "logical_or": "any"}
+_MODULE_SCANS = {"add": "cumsum", "multiply": "cumprod"}
+
+
+def _ufunc_reduce_infer(x, *mask, name, axis, keepdims, dtype, initial, result):
+    if mask and np.broadcast_shapes(mask[0].shape, x.shape) != x.shape:
+        raise shape_error(f"{name}.reduce", "the where= mask does not broadcast to the "
+                          "array", x, mask[0])
+    return (ArraySpec(reduced_shape(x.shape, axis, keepdims), result),)
+
+
+def _ufunc_reduce_impl(xp, x, *mask, out, name, axis, keepdims, dtype, initial, result):
+    if xp is np:
+        extras = {} if initial is None else {"initial": initial}
+        getattr(np, name).reduce(x, axis=axis, dtype=dtype, out=out, keepdims=keepdims,
+                                 where=mask[0] if mask else True, **extras)
+        return
+    out[...] = portable_reduce(xp, name, x.astype(result, copy=False),
+                               mask[0] if mask else None, axis, initial).reshape(out.shape)
+
+
+def portable_reduce(xp, name: str, x, mask, axis, initial):
+    """``numpy.<name>.reduce(x, axis, initial=initial, where=mask)`` (no ``keepdims``)
+    over array module ``xp``; ``x`` already of the result dtype."""
+    identity = getattr(np, name).identity
+    axes = tuple(range(x.ndim)) if axis is None else axis
+    if mask is not None:
+        mask = xp.broadcast_to(mask, x.shape)
+        if name in REORDERABLE:
+            filler = identity if identity is not None else initial
+            x, mask = xp.where(mask, x, xp.asarray(filler).astype(x.dtype)), None
+    x, mask = _axes_last(xp, x, axes), None if mask is None else _axes_last(xp, mask, axes)
+    function, start = getattr(xp, name), _start(xp, x, initial, identity)
+    if name in _MODULE_REDUCTIONS and x.shape[-1]:
+        folded = getattr(xp, _MODULE_REDUCTIONS[name])(x, axis=-1).astype(x.dtype, copy=False)
+    elif name in REORDERABLE:
+        folded = _pairwise(xp, function, x)
+    else:
+        return _in_order(xp, function, x, mask, start)
+    if folded is None:
+        return start
+    return folded if initial is None else function(start, folded)
+
+
+def _axes_last(xp, x, axes):
+    """``x`` with the ``axes`` moved last and merged into one."""
+    kept = [d for d in range(x.ndim) if d not in axes]
+    size = int(np.prod([x.shape[d] for d in axes]))
+    return x.transpose(kept + list(axes)).reshape(tuple(x.shape[d] for d in kept) + (size,))
+
+
+def _start(xp, x, initial, identity):
+    """What a fold starts from: ``initial`` or the identity, broadcast to one slice (None
+    when neither is given)."""
+    value = initial if initial is not None else identity
+    if value is None:
+        return None
+    return xp.broadcast_to(xp.asarray(value).astype(x.dtype), x.shape[:-1])
+
+
+def _pairwise(xp, function, x):
+    """``function`` folded over the last axis of ``x``, halving it each step (None for an
+    empty axis)."""
+    while x.shape[-1] > 1:
+        half = x.shape[-1] // 2
+        head = function(x[..., :half], x[..., half:2 * half])
+        rest = x[..., 2 * half:]
+        x = xp.concatenate([head, rest.astype(head.dtype)], axis=-1) if rest.shape[-1] else head
+    return x[..., 0] if x.shape[-1] else None
+
+
+def _in_order(xp, function, x, mask, start):
+    """``function`` folded over the last axis of ``x``, element after element (skipping
+    those ``mask`` hides), from ``start`` (or the first element)."""
+    first = 0
+    if start is None:
+        if not x.shape[-1]:
+            raise ValueError("zero-size array to reduction operation which has no identity")
+        start, first = x[..., 0], 1
+    for i in range(first, x.shape[-1]):
+        step = function(start, x[..., i])
+        start = step if mask is None else xp.where(mask[..., i], step, start)
+    return start
+
+
+def _ufunc_accumulate_infer(x, *, name, axis, dtype, result):
+    return (ArraySpec(x.shape, result),)
+
+
+def _ufunc_accumulate_impl(xp, x, *, out, name, axis, dtype, result):
+    if xp is np:
+        getattr(np, name).accumulate(x, axis=axis, dtype=dtype, out=out)
+        return
+    x = x.astype(result, copy=False)
+    if name in _MODULE_SCANS:
+        out[...] = getattr(xp, _MODULE_SCANS[name])(x, axis=axis, dtype=result)
+        return
+    out[...] = xp.moveaxis(portable_scan(xp, name, xp.moveaxis(x, axis, -1)), -1, axis)
+
+
+def portable_scan(xp, name: str, x):
+    """``numpy.<name>.accumulate`` along the last axis of ``x`` over array module ``xp``:
+    doubling steps for the exact associative ufuncs, element after element otherwise."""
+    function, n = getattr(xp, name), x.shape[-1]
+    if name in _SCANNABLE:
+        step = 1
+        while step < n:
+            x = xp.concatenate([x[..., :step], function(x[..., :-step], x[..., step:])
+                                .astype(x.dtype)], axis=-1)
+            step *= 2
+        return x
+    x = x.copy()
+    for i in range(1, n):
+        x[..., i] = function(x[..., i - 1], x[..., i])
+    return x
+
+
+def _ufunc_reduceat_infer(x, *, name, indices, axis, dtype, result):
+    shape = x.shape[:axis] + (len(indices),) + x.shape[axis + 1:]
+    return (ArraySpec(shape, result),)
+
+
+def _ufunc_reduceat_impl(xp, x, *, out, name, indices, axis, dtype, result):
+    if xp is np:
+        getattr(np, name).reduceat(x, np.asarray(indices, dtype=np.intp), axis=axis,
+                                   dtype=dtype, out=out)
+        return
+    x, before = x.astype(result, copy=False), (slice(None),) * axis
+    ends = indices[1:] + (x.shape[axis],)
+    for i, (start, stop) in enumerate(zip(indices, ends)):
+        if start < stop:
+            part = portable_reduce(xp, name, x[before + (slice(start, stop),)], None,
+                                   (axis,), None)
+        else:
+            part = x[before + (start,)]
+        out[before + (i,)] = part
+
+
+register("ufunc_reduce", _ufunc_reduce_infer, _ufunc_reduce_impl)
+register("ufunc_accumulate", _ufunc_accumulate_infer, _ufunc_accumulate_impl)
+register("ufunc_reduceat", _ufunc_reduceat_infer, _ufunc_reduceat_impl)

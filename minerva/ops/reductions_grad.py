@@ -4,7 +4,10 @@
 ``max``/``min`` send the gradient to every element equal to the result, split evenly among
 ties (so the contributions sum to the output gradient). ``cumprod``'s rule divides by the
 input: exact where no element is zero. ``argmax``, ``argmin``, ``any`` and ``all`` have no
-gradient.
+gradient. A ufunc's ``reduce`` (``ufunc_reduce``: with ``initial`` or ``where``) has the
+rules of ``sum``, ``prod``, ``max`` and ``min`` for ``add``, ``multiply``, ``maximum`` and
+``minimum``, over the elements ``where`` selects; its other ufuncs, ``accumulate`` of
+ufuncs other than add and multiply, and ``reduceat`` have none.
 """
 from __future__ import annotations
 
@@ -71,6 +74,26 @@ def _diff(ns, ctx, g):
     return [_cast(ns, ctx, grad)]
 
 
+def _ufunc_reduce(ns, ctx, g):
+    """``add``/``multiply``/``maximum``/``minimum.reduce`` with ``initial`` or ``where``."""
+    name, x = ctx.attrs["name"], ctx.inputs[0]
+    mask = ctx.inputs[1] if len(ctx.in_specs) > 1 else None
+    if name == "add":
+        grad = spread(ns, ctx, g[0])
+    elif name == "multiply":
+        grad = spread(ns, ctx, g[0] * ctx.outputs[0]) / x
+    elif name in ("maximum", "minimum"):
+        hit = x == spread(ns, ctx, ctx.outputs[0])
+        hit = hit if mask is None else ns.logical_and(hit, mask)
+        ties = ns.sum(hit, axis=ctx.attrs["axis"], keepdims=ctx.attrs["keepdims"])
+        grad = ns.where(hit, spread(ns, ctx, g[0] / ns.maximum(ties, 1)), 0)
+    else:
+        raise NotImplementedError(f"{name}.reduce has no gradient (add, multiply, maximum "
+                                  "and minimum reductions have one)")
+    grad = grad if mask is None else ns.where(mask, grad, 0)
+    return [_cast(ns, ctx, grad)] + [None] * (len(ctx.in_specs) - 1)
+
+
 def _register_all() -> None:
     defvjp("sum", _sum)
     defvjp("mean", _mean)
@@ -79,7 +102,8 @@ def _register_all() -> None:
     defvjp("min", _extremum, (0,), (0,))
     defvjp("cumulative", _cumulative, (0,), (0,))
     defvjp("diff", _diff)
-    nondifferentiable("argmax", "argmin", "any", "all")
+    defvjp("ufunc_reduce", _ufunc_reduce, (0, 1), (0,))
+    nondifferentiable("argmax", "argmin", "any", "all", "ufunc_accumulate", "ufunc_reduceat")
 
 
 _register_all()
