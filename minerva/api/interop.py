@@ -10,11 +10,12 @@ name of the namespace is found without being listed here. A NumPy function
 minerva lacks raises a TypeError naming it. ``numpy.asarray(x)`` is not dispatched: it
 waits for ``x`` and copies its values through ``__array__``.
 
-Ufunc methods (``numpy.add.reduce(x)``, ``numpy.multiply.outer(x, y)``) run minerva's
-function's method of that name (``minerva.api.core.ufunc_methods``: ``reduce``,
-``accumulate`` and ``outer`` where minerva has them exactly, ``add.at``); another method
-raises ``UfuncMethodError``, a TypeError naming it. ``out=`` takes NArrays (written in
-place) or NumPy arrays (the result is computed, then copied into them). Operands that are
+Ufunc methods (``numpy.add.reduce(x)``, ``numpy.multiply.outer(x, y)``,
+``numpy.add.at(x, i, v)``) run minerva's function's method of that name
+(``minerva.api.core.ufunc_methods``); a NumPy function with no ufunc of its name in
+minerva raises ``UfuncMethodError``, a TypeError naming it. ``out=`` of a ufunc takes
+NArrays (written in place) or NumPy arrays (written through an NArray copy, then given its
+values). Operands that are
 not arrays (None, strings ...) reach minerva's function, which answers as NumPy would; an
 operand with its own ``__array_ufunc__`` gets NotImplemented.
 
@@ -128,7 +129,9 @@ def _write(target, value) -> None:
 # ---- __array_ufunc__ ------------------------------------------------------------------------
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    """NEP 13: run ``ufunc`` (or one of its methods: ``reduce`` ...) in minerva."""
+    """NEP 13: run ``ufunc`` (or one of its methods: ``reduce`` ...) in minerva. NumPy
+    arrays given as ``out=`` (or as the array ``at`` writes) are written through an NArray
+    copy, then given its values (this waits)."""
     outs = kwargs.get("out", ())
     if any(_overrides_ufuncs(x) for x in inputs) or not all(
             o is None or isinstance(o, (NArray, np.ndarray)) for o in outs):
@@ -137,11 +140,36 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if function is None:
         raise _unsupported(f"numpy.{ufunc.__name__}")
     if method != "__call__":
+        if ufunc.signature is not None:  # matmul's methods: NumPy's refusal, on stand-ins
+            getattr(ufunc, method)(*map(_stand_in, inputs),
+                                   **{k: v for k, v in kwargs.items() if k != "out"})
         function = getattr(function, method, None)
         if function is None:
             raise missing_method(ufunc.__name__, method)
+    if method == "at" and isinstance(inputs[0], np.ndarray):
+        return _through_copies(lambda a: function(a[0], *inputs[1:]), (inputs[0],))
     out = kwargs.pop("out", None)
-    return call_with_out(function, inputs, kwargs, _single(out))
+    if out is None or not any(isinstance(o, np.ndarray) for o in out):
+        return function(*inputs, **kwargs) if out is None else function(
+            *inputs, out=_single(out), **kwargs)
+    _through_copies(lambda copies: function(*inputs, out=_single(copies), **kwargs), out)
+    return _single(out)
+
+
+def _stand_in(x):
+    """Zeros of an NArray's shape and dtype; other operands as they are."""
+    return np.zeros(x.shape, x.dtype) if isinstance(x, NArray) else x
+
+
+def _through_copies(write, targets: tuple):
+    """``write(copies)`` with NArray copies of the NumPy arrays in ``targets`` (NArrays
+    as they are); then each NumPy array receives its copy's values."""
+    copies = tuple(upload(t) if isinstance(t, np.ndarray) else t for t in targets)
+    result = write(copies)
+    for target, copy in zip(targets, copies):
+        if isinstance(target, np.ndarray):
+            target[...] = copy.to_numpy()
+    return result
 
 
 def _overrides_ufuncs(x) -> bool:

@@ -294,30 +294,25 @@ def test_a_fortran_copy_is_its_own_array(engine):
 
 # ---- ufunc methods ----------------------------------------------------------------------
 
-MISSING_METHODS = [("multiply", "at"), ("subtract", "reduce"), ("add", "reduceat"),
-                   ("maximum", "accumulate"), ("exp", "outer"), ("exp", "reduce"),
-                   ("logaddexp", "at"), ("divide", "accumulate")]
-
-
-@pytest.mark.parametrize("name, method", MISSING_METHODS)
-def test_ufunc_methods_minerva_lacks_say_so(name, method):
+@pytest.mark.parametrize("name", ["multiply", "subtract", "exp", "logaddexp", "divmod"])
+def test_every_ufunc_has_numpys_methods(name):
     ufunc = getattr(mv, name)
-    assert not hasattr(ufunc, method)
-    with pytest.raises(mv.UfuncMethodError) as info:
-        getattr(ufunc, method)
-    message = str(info.value)
-    assert f"{name}.{method}" in message and "to_numpy()" in message
-    assert isinstance(info.value, (NotImplementedError, AttributeError))
-    assert isinstance(info.value, mv.MinervaError)
+    for method in ("reduce", "accumulate", "reduceat", "outer", "at"):
+        assert callable(getattr(ufunc, method))
+        assert getattr(ufunc, method).__name__ == getattr(np, name).__getattribute__(
+            method).__name__
 
 
-@pytest.mark.parametrize("name, method", [m for m in MISSING_METHODS if m[0] != "exp"])
-def test_numpys_ufunc_methods_on_narrays_raise_the_same_error(name, method):
+def test_a_numpy_ufunc_method_on_a_plain_minerva_function_says_so(engine, monkeypatch):
+    monkeypatch.setattr(mv, "hypot", lambda a, b: mv.sqrt(a * a + b * b))
     x = mv.arange(6.0)
-    args = {"at": (x, [0, 1], 2.0), "reduceat": (x, [0, 2]), "reduce": (x,),
-            "accumulate": (x,), "outer": (x, x)}[method]
-    with pytest.raises(mv.UfuncMethodError, match=f"{name}.{method}"):
-        getattr(getattr(np, name), method)(*args)
+    for method, args in {"at": (x, [0, 1], 2.0), "reduceat": (x, [0, 2]),
+                         "reduce": (x,), "accumulate": (x,), "outer": (x, x)}.items():
+        with pytest.raises(mv.UfuncMethodError, match=f"hypot.{method}") as info:
+            getattr(np.hypot, method)(*args)
+        assert "to_numpy()" in str(info.value)
+        assert isinstance(info.value, (NotImplementedError, AttributeError, TypeError))
+        assert isinstance(info.value, mv.MinervaError)
 
 
 INPUTS = {"float": np.arange(12.0).reshape(3, 4) - 5.5,

@@ -91,6 +91,12 @@ def add_at(a: NArray, indices, b) -> None:
                                            "dtype": a.dtype}, out=a)
 
 
+def advanced_index(x: NArray, key) -> tuple:
+    """``(layout, index arrays)`` of index ``key`` into ``x``, as a scatter op takes them
+    (``ops.indexing``; masks become their ``nonzero()``, host arrays are bounds-checked)."""
+    return _advanced(x, key if type(key) is tuple else (key,))
+
+
 def nonzero(a) -> tuple:
     """Indices of the non-zero elements, one array per axis. The result's shape depends on
     the values: this waits for ``a``."""

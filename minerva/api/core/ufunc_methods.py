@@ -1,42 +1,45 @@
-"""The methods of NumPy's ufuncs on minerva's element-wise functions, where minerva has
-NumPy's exact equivalent: ``reduce`` of add, multiply, maximum, minimum, logical_and and
-logical_or (NumPy's ``sum``, ``prod``, ``max``, ``min``, ``all`` and ``any`` are those
-reductions), ``accumulate`` of add and multiply (``cumsum``, ``cumprod``), ``outer`` of
-every binary function (a broadcast), and ``add.at`` (``minerva.api.core.indexing.add_at``).
-Any other method is refused with :class:`UfuncMethodError`, both when it is looked up on
-minerva's function and when NumPy's is called on NArrays.
+"""The methods of NumPy's ufuncs on minerva's element-wise functions: ``reduce``,
+``accumulate``, ``reduceat`` (``ufunc_folds``), ``outer`` and ``at``, on every function, as
+NumPy's ufuncs have them all; each raises NumPy's error where NumPy's does (ValueError for
+``reduce`` of a one-operand function, for ``at`` of ``divmod`` ...).
+
+``outer`` reshapes ``A`` to ``A.shape + (1,) * B.ndim`` and calls the function (so its
+keywords and gradients are the call's). ``at`` writes into the array in place, unbuffered
+(an index that repeats applies the function once per occurrence), through minerva's writes
+(views and versions stay right): ``add.at`` with values of the array's dtype is the
+``scatter_add`` op (with its gradient), every other one the ``ufunc_at`` op
+(``ops.indexing``: NumPy's ``at`` on CPU devices; on GPUs, rounds of gathers and scatters
+over the array module).
+
+:class:`UfuncMethodError` remains for the functions minerva has that are not ufuncs
+(``numpy.<name>.<method>`` on NArrays, where minerva's ``<name>`` is a plain function).
 """
 from __future__ import annotations
 
-import operator
+import warnings
 
 import numpy as np
 
-from minerva.api.core import reductions
-from minerva.api.core.indexing import add_at
+from minerva.api.core import ufunc_folds
+from minerva.api.core.indexing import add_at, advanced_index, check_writable
 from minerva.api.core.manipulation import reshape
 from minerva.builder import build, to_narray
 from minerva.common.errors import MinervaError
+from minerva.narray import NArray
 from minerva.ops import registry
-from minerva.ops.dtypes import supported_dtype
-from minerva.ops.reductions import normalize_axis
+from minerva.ops.elementwise import ARRAY
+from minerva.ops.indexing import UFUNC_AT
 
 METHODS = ("reduce", "accumulate", "reduceat", "outer", "at")
 """NumPy's ufunc methods."""
-
-_REDUCTIONS = {"add": reductions.sum, "multiply": reductions.prod,
-               "maximum": reductions.max, "minimum": reductions.min,
-               "logical_and": reductions.all, "logical_or": reductions.any}
-_ACCUMULATIONS = {"add": "cumsum", "multiply": "cumprod"}
-_CUMULATIVE = registry.get("cumulative")
+_NO_OPERAND = object()
 
 
 class UfuncMethodError(MinervaError, AttributeError, NotImplementedError, TypeError):
-    """A ufunc method minerva does not implement yet for that function (``multiply.at``,
-    ``subtract.reduce``, ``add.reduceat`` ...), raised when it is looked up on minerva's
-    function (so ``hasattr`` says False) and when NumPy's is called on NArrays. Also an
-    AttributeError, a NotImplementedError, and a TypeError as NumPy raises for operands
-    its ufunc cannot take."""
+    """A ufunc method minerva cannot run: NumPy's ``<name>.<method>`` called on NArrays
+    where minerva's ``<name>`` is not a ufunc. Also an AttributeError, a
+    NotImplementedError, and a TypeError as NumPy raises for operands its ufunc cannot
+    take."""
 
 
 def missing_method(name: str, method: str) -> UfuncMethodError:
@@ -47,77 +50,87 @@ def missing_method(name: str, method: str) -> UfuncMethodError:
         "mv.array(...)", name=method)
 
 
-def methods_of(name: str, ufunc, binary: bool) -> dict:
-    """The methods minerva has for ufunc ``name`` (``ufunc`` itself, called by
-    ``outer``), by method name."""
-    found = {}
-    if name in _REDUCTIONS:
-        found["reduce"] = _reduce(name)
-    if name in _ACCUMULATIONS:
-        found["accumulate"] = _accumulate(name)
-    if binary:
-        found["outer"] = _outer(name, ufunc)
-    if name == "add":
-        found["at"] = add_at
-    return found
+def methods_of(name: str, ufunc, nin: int, nout: int) -> dict:
+    """The five methods of ufunc ``name`` (``ufunc`` itself, called by ``outer``), by
+    method name."""
+    return {"reduce": ufunc_folds.reduce_method(name, nin, nout),
+            "accumulate": ufunc_folds.accumulate_method(name, nin, nout),
+            "reduceat": ufunc_folds.reduceat_method(name, nin, nout),
+            "outer": _outer(name, ufunc, nin), "at": _at(name, nin, nout)}
 
 
-def _reduce(name: str):
-    reduction = _REDUCTIONS[name]
-
-    def reduce(array, axis=0, dtype=None, out=None, keepdims=False, **kwargs):
-        x = to_narray(array, f"{name}.reduce")
-        if dtype is not None:
-            dtype = supported_dtype(dtype)
-            getattr(np, name).reduce(np.zeros(1, x.dtype), dtype=dtype)  # NumPy's refusal
-            if name in ("add", "multiply"):
-                kwargs["dtype"] = dtype
-            else:  # the others reduce the array cast to dtype
-                x = to_narray(x, f"{name}.reduce", dtype)
-        return reduction(x, axis=axis, out=out, keepdims=keepdims, **kwargs)
-    reduce.__name__ = reduce.__qualname__ = f"{name}.reduce"
-    reduce.__doc__ = (f"NumPy's ``{name}.reduce``: ``{reduction.__name__}`` along ``axis`` "
-                      "(0 by default, as NumPy's).")
-    return reduce
-
-
-def _accumulate(name: str):
-    function = _ACCUMULATIONS[name]
-
-    def accumulate(array, axis=0, dtype=None, out=None):
-        x = to_narray(array, f"{name}.accumulate")
-        axis = _one_axis(name, axis, x.ndim)
-        dtype = None if dtype is None else supported_dtype(dtype)
-        return build(_CUMULATIVE, [x], {"name": function, "axis": axis, "dtype": dtype,
-                                        "include_initial": False}, out)
-    accumulate.__name__ = accumulate.__qualname__ = f"{name}.accumulate"
-    accumulate.__doc__ = f"NumPy's ``{name}.accumulate``: ``{function}`` along ``axis``."
-    return accumulate
-
-
-def _one_axis(name: str, axis, ndim: int) -> int:
-    """The one axis an accumulation runs along, with NumPy's errors."""
-    if ndim == 0:
-        if axis is not None:
-            normalize_axis(f"{name}.accumulate", axis, 1)
-        raise TypeError("cannot accumulate on a scalar")
-    if isinstance(axis, (tuple, list)) and len(axis) == 1:
-        axis = axis[0]
-    if axis is None and ndim == 1:
-        axis = 0
-    if axis is None or isinstance(axis, (tuple, list)):
-        raise ValueError("accumulate does not allow multiple axes")
-    return normalize_axis(f"{name}.accumulate", operator.index(axis), ndim)[0]
-
-
-def _outer(name: str, ufunc):
+def _outer(name: str, ufunc, nin: int):
     def outer(A, B, /, **kwargs):
+        if nin != 2:
+            raise ValueError("outer product only supported for binary functions")
         a, b = to_narray(A, f"{name}.outer"), to_narray(B, f"{name}.outer")
         return ufunc(reshape(a, a.shape + (1,) * b.ndim), b, **kwargs)
-    outer.__name__ = outer.__qualname__ = f"{name}.outer"
-    outer.__doc__ = (f"NumPy's ``{name}.outer``: ``{name}`` of every element of ``A`` with "
-                     "every element of ``B`` (shape ``A.shape + B.shape``).")
-    return outer
+    return ufunc_folds.named(outer, name, "outer", "NumPy's ``{0}.outer``: ``{0}`` of every "
+                             "element of ``A`` with every element of ``B`` (shape "
+                             "``A.shape + B.shape``), with the call's keywords.")
+
+
+def _at(name: str, nin: int, nout: int):
+    def at(a, indices, b=_NO_OPERAND, /):
+        _check_at(name, a, b, nin, nout)
+        check_writable(a)
+        b = None if b is _NO_OPERAND else b
+        if b is not None and not _is_scalar(b):
+            b = to_narray(b, f"{name}.at")
+        _check_types(name, a, b, nin)
+        if name == "add" and _exact_in_place(a.dtype, b):
+            return add_at(a, indices, b)
+        layout, arrays = advanced_index(a, indices)
+        attrs = {"name": name, "layout": layout, "value": b, "shape": a.shape,
+                 "dtype": a.dtype}
+        if isinstance(b, NArray):
+            attrs["value"], arrays = ARRAY, [b] + arrays
+        build(UFUNC_AT, arrays, attrs, out=a)
+    return ufunc_folds.named(at, name, "at", "NumPy's ``{0}.at``: ``a[indices] = {0}(a[indices]"
+                             "[, b])`` in place, unbuffered (a repeated index applies it "
+                             "each time).")
+
+
+def _check_at(name: str, a, b, nin: int, nout: int) -> None:
+    """NumPy's errors for the operands of ``at``."""
+    if nout != 1:
+        raise ValueError("Only single output ufuncs supported at this time")
+    if not isinstance(a, NArray):
+        raise TypeError("first operand must be array")
+    if nin == 1 and b is not _NO_OPERAND:
+        raise ValueError("second operand provided when ufunc is unary")
+    if nin == 2 and b is _NO_OPERAND:
+        raise ValueError("second operand needed for ufunc")
+
+
+def _check_types(name: str, a: NArray, b, nin: int) -> None:
+    """NumPy's TypeError for dtypes its ``at`` has no loop for (on stand-ins); for
+    minerva's own ufuncs, their op's DTypeError."""
+    ufunc = getattr(np, name, None)
+    if not isinstance(ufunc, np.ufunc):
+        registry.get(name).infer(a._spec)
+        return
+    operands = () if nin == 1 else (np.zeros(1, b.dtype) if isinstance(b, NArray) else b,)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ufunc.at(np.zeros(1, a.dtype), np.zeros(1, np.intp), *operands)
+
+
+def _is_scalar(value) -> bool:
+    return isinstance(value, (bool, int, float, complex, np.generic))
+
+
+def _exact_in_place(dtype: np.dtype, b) -> bool:
+    """Whether adding ``b`` cast to ``dtype`` is what NumPy's ``add.at`` computes (its loop
+    is of ``dtype``)."""
+    if isinstance(b, NArray):
+        return b.dtype == dtype
+    if not _is_scalar(b) or np.result_type(dtype, b) != dtype:
+        return False
+    if isinstance(b, int) and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min <= b <= info.max
+    return True
 
 
 __all__ = ["UfuncMethodError"]

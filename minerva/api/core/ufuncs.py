@@ -2,14 +2,15 @@
 
 Each takes NArrays, NumPy arrays, lists or scalars, broadcasts them by NumPy's rules and
 gives NumPy's result dtype (NEP 50: a Python scalar takes the array's dtype). ``out=``
-writes into an NArray in place; ``dtype=`` casts the inputs first, as a ufunc's ``dtype``
-does. ``where=`` is not supported (a clear TypeError says so). ``divmod`` has two outputs
-(``out=(q, r)``).
+writes into an NArray in place. NumPy's other call keywords (``where``, ``dtype``,
+``casting``, ``order``, ``subok``, ``signature``) take the path of ``ufunc_keywords``.
+``divmod`` has two outputs (``out=(q, r)``).
 
-Each is a :class:`Ufunc`, as NumPy's are: it has NumPy's ``nin``, ``nout``, ``identity``
-..., and the ufunc methods minerva implements exactly (``ufunc_methods``); the others raise
-``UfuncMethodError``. The comparisons also take what minerva arrays cannot hold (None,
-strings, Decimal, out-of-range Python ints) and give NumPy's answer (``comparisons``).
+Each is a :class:`Ufunc`, as NumPy's are: it has NumPy's ``nin``, ``nout``, ``nargs``,
+``identity``, ``ntypes``, ``types``, ``signature``, ``__name__`` and ``__doc__``, and the
+five ufunc methods (``ufunc_methods``, ``ufunc_folds``). The comparisons also take what
+minerva arrays cannot hold (None, strings, Decimal, out-of-range Python ints) and give
+NumPy's answer (``comparisons``).
 
 The functions are the values of ``FUNCTIONS`` (by NumPy's names: the names of
 ``ops.elementwise.BINARY`` and ``UNARY``, and the ``ALIASES``), which are also this
@@ -21,16 +22,15 @@ import types
 
 import numpy as np
 
-from minerva.api.core import comparisons
-from minerva.api.core.ufunc_methods import METHODS, UfuncMethodError, methods_of, missing_method
+from minerva.api.core import comparisons, ufunc_keywords
+from minerva.api.core.ufunc_methods import UfuncMethodError, methods_of
 from minerva.builder import build, to_narray
 from minerva.narray import NArray
 from minerva.ops import registry
-from minerva.ops.dtypes import SUPPORTED_KINDS, is_scalar, supported_dtype
+from minerva.ops.dtypes import SUPPORTED_KINDS, is_scalar
 from minerva.ops.elementwise import BINARY, UNARY
 
 _PYTHON_SCALARS = (int, float, bool, complex)
-_NUMPY_ATTRIBUTES = ("nin", "nout", "nargs", "ntypes", "types", "identity", "signature")
 
 
 def binary_op(name: str, a, b, out=None, reverse: bool = False):
@@ -125,30 +125,13 @@ def unary_method(name: str):
     return method
 
 
-def _ufunc_kwargs(name: str, kwargs: dict):
-    """The ``dtype`` a ufunc call asks for; TypeError for what minerva does not take."""
-    dtype = kwargs.pop("dtype", None)
-    where = kwargs.pop("where", True)
-    if kwargs.get("casting", "same_kind") == "same_kind":
-        kwargs.pop("casting", None)
-    if kwargs.get("order", "K") == "K":
-        kwargs.pop("order", None)
-    if where is not True:
-        raise TypeError(f"{name}: where= is not supported by minerva; use "
-                        "mv.where(cond, f(x), x) or out= with a mask assignment")
-    if kwargs:
-        raise TypeError(f"{name}: unsupported keyword argument(s) {sorted(kwargs)}")
-    return None if dtype is None else supported_dtype(dtype)
-
-
 def _binary_function(name: str):
     apply = compare if name in comparisons.OPERATORS else binary_op
 
     def function(x1, x2, /, out=None, **kwargs):
-        dtype = _ufunc_kwargs(name, kwargs) if kwargs else None
+        if kwargs and not ufunc_keywords.plain(kwargs):
+            return ufunc_keywords.call(name, (x1, x2), _every_output(name, out), kwargs)
         out = _outputs(name, out)
-        if dtype is not None:
-            x1, x2 = to_narray(x1, name, dtype), to_narray(x2, name, dtype)
         if isinstance(x1, NArray):
             result = apply(name, x1, x2, out)
         elif isinstance(x2, NArray):
@@ -169,8 +152,9 @@ def _binary_function(name: str):
 
 def _unary_function(name: str):
     def function(x, /, out=None, **kwargs):
-        dtype = _ufunc_kwargs(name, kwargs) if kwargs else None
-        return unary_op(name, to_narray(x, name, dtype), _outputs(name, out))
+        if kwargs and not ufunc_keywords.plain(kwargs):
+            return ufunc_keywords.call(name, (x,), _every_output(name, out), kwargs)
+        return unary_op(name, to_narray(x, name), _outputs(name, out))
     function.__name__ = function.__qualname__ = name
     function.__doc__ = f"Element-wise ``numpy.{name}``."
     return function
@@ -190,27 +174,32 @@ def _outputs(name: str, out):
     return out[0] if n_outputs == 1 else out
 
 
+def _every_output(name: str, out) -> tuple:
+    """``out=`` as one entry per output (None where none is given); TypeError for what is
+    not an NArray."""
+    n_outputs = 2 if name == "divmod" else 1
+    outs = out if isinstance(out, tuple) else (out,) * (n_outputs if out is None else 1)
+    if len(outs) != n_outputs:
+        raise TypeError(f"{name}: out= must hold {n_outputs} array(s), got {out!r}")
+    for o in outs:
+        if o is not None and not isinstance(o, NArray):
+            raise TypeError(f"{name}: out= must be an NArray, got {type(o).__name__}")
+    return outs
+
+
 class Ufunc:
     """One of minerva's element-wise functions, as NumPy's ufunc of its name: called, it
-    runs element-wise; it has NumPy's ``nin``, ``nout``, ``nargs``, ``identity`` ...
-    and the ufunc methods minerva implements (``reduce``, ``accumulate``, ``outer``,
-    ``add.at``); looking up another method raises ``UfuncMethodError``."""
+    runs element-wise; it has NumPy's ``nin``, ``nout``, ``nargs``, ``identity``,
+    ``ntypes``, ``types``, ``signature`` and ``__doc__``, and the methods ``reduce``,
+    ``accumulate``, ``reduceat``, ``outer`` and ``at``."""
 
-    def __init__(self, name: str, function, binary: bool):
+    def __init__(self, name: str, function, attributes: dict):
         self.__name__ = self.__qualname__ = name
         self.__wrapped__ = function  # inspect.signature finds the parameters there
-        for method, implementation in methods_of(name, self, binary).items():
+        for key, value in attributes.items():
+            setattr(self, key, value)
+        for method, implementation in methods_of(name, self, self.nin, self.nout).items():
             setattr(self, method, implementation)
-
-    def __getattr__(self, attribute: str):
-        name = self.__dict__.get("__name__", "?")
-        if attribute in METHODS:
-            raise missing_method(name, attribute)
-        numpy_ufunc = getattr(np, name, None)
-        if attribute in _NUMPY_ATTRIBUTES and isinstance(numpy_ufunc, np.ufunc):
-            return getattr(numpy_ufunc, attribute)
-        raise AttributeError(f"minerva's ufunc {name!r} has no attribute {attribute!r}",
-                             name=attribute, obj=self)
 
     def __get__(self, array, owner=None):
         """As a function's: bound to the array when installed as an NArray method
@@ -224,19 +213,36 @@ class Ufunc:
         return self.__name__
 
 
-def _ufunc(name: str, function, binary: bool) -> Ufunc:
+def _attributes(name: str) -> dict:
+    """NumPy's attributes of ufunc ``name``; for minerva's own (``sigmoid``, ``relu``),
+    those of a one-operand ufunc with their loops."""
+    numpy_ufunc = getattr(np, name, None)
+    if isinstance(numpy_ufunc, np.ufunc):
+        return {key: getattr(numpy_ufunc, key) for key in _NUMPY_ATTRIBUTES}
+    like = np.tanh if name == "sigmoid" else np.positive
+    loops = list(dict.fromkeys(t for t in like.types if "O" not in t))
+    loops = (["?->?"] if name == "relu" else []) + loops
+    return {"nin": 1, "nout": 1, "nargs": 2, "identity": None, "signature": None,
+            "types": loops, "ntypes": len(loops)}
+
+
+_NUMPY_ATTRIBUTES = ("nin", "nout", "nargs", "ntypes", "types", "identity", "signature")
+
+
+def _ufunc(name: str, function) -> Ufunc:
     """The Ufunc ``name`` that calls ``function`` (its own class's ``__call__``: a call
-    costs one Python call more than the function's)."""
-    kind = type(name, (Ufunc,), {"__call__": staticmethod(function),
-                                 "__doc__": function.__doc__, "__module__": __name__})
-    return kind(name, function, binary)
+    costs one Python call more than the function's), with NumPy's docstring."""
+    numpy_ufunc = getattr(np, name, None)
+    doc = numpy_ufunc.__doc__ if isinstance(numpy_ufunc, np.ufunc) else function.__doc__
+    kind = type(name, (Ufunc,), {"__call__": staticmethod(function), "__doc__": doc,
+                                 "__module__": __name__})
+    return kind(name, function, _attributes(name))
 
 
 _OPS = {name: registry.get(name) for name in BINARY + UNARY + ("sigmoid", "relu", "divmod")}
 _SCALAR_OPS = {name: registry.get(name + "_scalar") for name in BINARY + ("divmod",)}
-FUNCTIONS = {name: _ufunc(name, _binary_function(name), True)
-             for name in BINARY + ("divmod",)}
-FUNCTIONS.update({name: _ufunc(name, _unary_function(name), False)
+FUNCTIONS = {name: _ufunc(name, _binary_function(name)) for name in BINARY + ("divmod",)}
+FUNCTIONS.update({name: _ufunc(name, _unary_function(name))
                   for name in UNARY + ("sigmoid", "relu")})
 ALIASES = {
     "abs": "absolute", "true_divide": "divide", "mod": "remainder", "pow": "power",
