@@ -64,7 +64,6 @@ XFAIL = {
     "numerical_methods": "np.trapezoid is missing (AttributeError)",
     "kmeans": "np.lexsort is missing (AttributeError)",
     "pca_regression": "np.cov is missing (AttributeError)",
-    "naive_bayes_adaboost": "np.logaddexp.reduce is missing (UfuncMethodError)",
     "numpy_exercises": "np.unravel_index is missing (AttributeError)",
     "image_processing": "np.lib is missing (np.lib.stride_tricks.sliding_window_view; "
                         "AttributeError)",
