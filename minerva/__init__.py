@@ -7,8 +7,10 @@ API.md and doc/ for the contract.
 The namespace is every name of each chapter's ``__all__`` (``CHAPTERS``: the chapters of
 the NumPy face, ``minerva.api``, one per chapter of NumPy's "Routines" page, and the
 runtime's functions), found through ``__getattr__``; the sub-namespaces (``mv.linalg``,
-``mv.random``, ``mv.nn``, ``mv.optim``, ``mv.autograd``, ``mv.profiler``, ``mv.dtypes``) are
-imported below. ``minerva.api.methods`` installs NArray's operators and methods.
+``mv.random``, ``mv.fft``, ``mv.emath``, ``mv.lib``, ``mv.nn``, ``mv.optim``, ``mv.autograd``,
+``mv.profiler``, ``mv.dtypes``) are imported below. ``minerva.api.methods`` installs NArray's
+operators and methods. Every other public NumPy name (of ``numpy``, and of NArray as
+``numpy.ndarray``'s) is the host fallback's (``minerva.api.fallback``).
 """
 import os as _os
 import sys as _sys
@@ -18,12 +20,14 @@ import sys as _sys
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from minerva import autograd, linalg, nn, optim, profiler, random  # noqa: E402,F401
+from minerva import emath, fft, lib  # noqa: E402,F401
 from minerva import runtime as _runtime  # noqa: E402
 from minerva.api import dtypes  # noqa: E402
+from minerva.api import fallback as _fallback  # noqa: E402
 from minerva.api import methods as _methods  # noqa: E402,F401  (NArray's methods, installed)
 from minerva.api import (  # noqa: E402
     creation as _creation, errors as _errors, interop as _interop, logic as _logic,
-    missing as _missing, sets as _sets, sorting as _sorting, statistics as _statistics)
+    sets as _sets, sorting as _sorting, statistics as _statistics)
 from minerva.builder import device  # noqa: E402,F401  (mv.device, not the package)
 from minerva.api.core import (  # noqa: E402
     creation as _core_creation, elementwise as _elementwise, indexing as _core_indexing,
@@ -36,6 +40,7 @@ from minerva.linalg import products as _products  # noqa: E402
 from minerva.narray import NArray  # noqa: E402
 
 CHAPTERS = (
+    _fallback,  # first: a chapter's own version of a name wins
     _core_manipulation, _core_indexing, _core_creation, _ufuncs, _elementwise, _reductions,
     _creation, _select, _generate, _shaping, _joins, _views, _sorting, _sets, _logic,
     _statistics, dtypes, _errors, _interop, _products, _runtime)
@@ -47,19 +52,21 @@ NAMES = {name: getattr(chapter, name) for chapter in CHAPTERS for name in chapte
 ndarray = NArray
 __version__ = "0.2.0"
 __all__ = sorted(set(NAMES) | {"NArray", "ndarray", "jit", "JitError", "autograd", "linalg",
-                               "nn", "optim", "profiler", "random", "dtypes"})
+                               "nn", "optim", "profiler", "random", "dtypes", "fft",
+                               "emath", "lib"})
 autograd.install(_sys.modules[__name__])
-_interop.install(globals(), NAMES)
+_interop.install(globals(), NAMES, _fallback.host_function)
+NArray.__getattr__ = _fallback.narray_attribute  # numpy.ndarray's names NArray lacks
 
 
 def __getattr__(name):
-    """A name of the namespace (``NAMES``); for a NumPy name minerva lacks, a clear
-    AttributeError (``minerva.api.missing``)."""
+    """A name of the namespace (``NAMES``); for a NumPy name minerva lacks, the host
+    fallback (``minerva.api.fallback``); AttributeError for names NumPy lacks."""
     try:
         return NAMES[name]
     except KeyError:
-        raise _missing.missing_attribute(name) from None
+        return _fallback.attribute("", name)
 
 
 def __dir__() -> list:
-    return sorted(set(globals()) | set(NAMES))
+    return sorted(set(globals()) | set(NAMES) | _fallback.numpy_names(""))

@@ -273,6 +273,13 @@ def device_array(x: NArray):
     return device, data.array if x._view is None else device.view(data.array, x._view)
 
 
+def storage_of(x: NArray):
+    """The storage ``x`` sees, one object for every view of one buffer (what
+    ``may_share_memory`` compares); ``api.core.manipulation.explicit_view(x)`` says where
+    in it ``x``'s elements lie. Waits for nothing."""
+    return x._storage
+
+
 def check_timeout(timeout) -> None:
     """TypeError/ValueError now for a timeout that is not None or seconds >= 0."""
     if timeout is not None and (isinstance(timeout, bool)
@@ -282,4 +289,5 @@ def check_timeout(timeout) -> None:
         raise ValueError(f"timeout must be >= 0, got {timeout}")
 
 
-__all__ = ["NArray", "Flags", "HOST_READS", "check_timeout", "device_array", "device_of"]
+__all__ = ["NArray", "Flags", "HOST_READS", "check_timeout", "device_array", "device_of",
+           "storage_of"]

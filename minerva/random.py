@@ -18,7 +18,7 @@ import numpy as np
 
 from minerva import seeding
 from minerva.api.core.indexing import getitem, setitem
-from minerva.api.missing import missing_attribute
+from minerva.api.fallback.resolve import attribute, numpy_names
 from minerva.builder import host_array, upload
 from minerva.narray import HOST_READS, NArray
 from minerva.ops.dtypes import supported_dtype
@@ -131,6 +131,16 @@ class RandomState(_Sampler):
         with self._lock:
             self._gen.set_state(state)
 
+    @property
+    def bit_generator(self):
+        """The NumPy bit generator this generator draws from."""
+        return self._gen._bit_generator
+
+    def use_bit_generator(self, bit_generator) -> None:
+        """Draw from ``bit_generator`` (a NumPy BitGenerator) from now on."""
+        with self._lock:
+            self._gen = np.random.RandomState(bit_generator)
+
 
 for _name in _DRAWS:
     setattr(RandomState, _name, _method(_name))
@@ -182,6 +192,18 @@ def set_state(state) -> None:
     _GLOBAL.set_state(state)
 
 
+def get_bit_generator():
+    """The bit generator under the global generator, as
+    ``numpy.random.get_bit_generator``."""
+    return _GLOBAL.bit_generator
+
+
+def set_bit_generator(bitgen) -> None:
+    """Make the global generator draw from ``bitgen`` (a NumPy BitGenerator), as
+    ``numpy.random.set_bit_generator``."""
+    _GLOBAL.use_bit_generator(bitgen)
+
+
 def _global(name):
     def function(*args, **kwargs):
         return getattr(_GLOBAL, name)(*args, **kwargs)
@@ -198,13 +220,14 @@ generator: this module's attributes (see ``__getattr__``)."""
 
 
 def __getattr__(name):
-    """The module-level draw ``name`` (``FUNCTIONS``); for NumPy's random names minerva
-    lacks, a clear AttributeError."""
+    """The module-level draw ``name`` (``FUNCTIONS``); NumPy's other random names are
+    NumPy's own (its bit generators, ``SeedSequence``) or the host fallback
+    (``minerva.api.fallback``); AttributeError for names NumPy lacks."""
     try:
         return FUNCTIONS[name]
     except KeyError:
-        raise missing_attribute(name, "random") from None
+        return attribute("random", name)
 
 
 def __dir__() -> list:
-    return sorted(set(globals()) | set(FUNCTIONS))
+    return sorted(set(globals()) | set(FUNCTIONS) | numpy_names("random"))

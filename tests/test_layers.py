@@ -42,8 +42,8 @@ cycles."""
 CHAPTER_MAY_IMPORT = ("api.core", "builder", "narray", "seeding", "ops", "common")
 """What a chapter of ``minerva.api`` may import besides its own files."""
 SUB_NAMESPACES = {
-    "linalg": CHAPTER_MAY_IMPORT + ("api.missing",),
-    "random": CHAPTER_MAY_IMPORT + ("api.missing",),
+    "linalg": CHAPTER_MAY_IMPORT + ("api.missing", "api.fallback"),
+    "random": CHAPTER_MAY_IMPORT + ("api.missing", "api.fallback"),
     "nn": CHAPTER_MAY_IMPORT,
     "optim": CHAPTER_MAY_IMPORT + ("autograd",),
 }
@@ -123,10 +123,11 @@ def test_no_module_imports_a_layer_above_it():
 
 def chapter_of(name: str) -> str | None:
     """The chapter of ``minerva.api`` module ``name`` belongs to (``api.manipulation`` for
-    ``api.manipulation.joins``); None for ``api`` itself, ``api.core`` and ``api.methods``
-    (the table may import every chapter)."""
+    ``api.manipulation.joins``); None for ``api`` itself, ``api.core``, ``api.methods``
+    (the table may import every chapter) and ``api.fallback`` (the host path of every
+    chapter's missing names)."""
     parts = name.split(".")
-    if parts[0] != "api" or len(parts) < 2 or parts[1] in ("core", "methods"):
+    if parts[0] != "api" or len(parts) < 2 or parts[1] in ("core", "methods", "fallback"):
         return None
     return ".".join(parts[:2])
 

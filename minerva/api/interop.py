@@ -7,8 +7,9 @@ do): ``numpy.exp(x)``, ``numpy.add(x, ndarray)``, ``ndarray * x`` reach
 of the same name *at call time* in the ``minerva`` namespace (``numpy.linalg.*`` in
 ``minerva.linalg``), which ``minerva/__init__.py`` hands over with ``install(...)``: every
 name of the namespace is found without being listed here. A NumPy function
-minerva lacks raises a TypeError naming it. ``numpy.asarray(x)`` is not dispatched: it
-waits for ``x`` and copies its values through ``__array__``.
+minerva has no native version of runs through the host fallback (``minerva.api.fallback``:
+NumPy's code on host copies of the inputs, NArrays back). ``numpy.asarray(x)`` is not
+dispatched: it waits for ``x`` and copies its values through ``__array__``.
 
 Ufunc methods (``numpy.add.reduce(x)``, ``numpy.multiply.outer(x, y)``,
 ``numpy.add.at(x, i, v)``) run minerva's function's method of that name
@@ -42,17 +43,23 @@ API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 
 _ARRAYS = (NArray, np.ndarray, np.generic)
 _TOP_LEVEL = ("numpy", "numpy.lib.stride_tricks")
+_SUBMODULES = {"numpy.lib.stride_tricks": ("lib", "stride_tricks"),
+               "numpy.lib.scimath": ("emath",)}
+"""NumPy's modules of ``numpy.lib`` -> the path of minerva's module for them."""
 _KDL_CPU, _KDL_CUDA = 1, 2
 _namespace: dict = {}
 _names: dict = {}
+_host_fallback = None
 
 
-def install(module_globals: dict, names: dict) -> None:
+def install(module_globals: dict, names: dict, host_fallback=None) -> None:
     """Hand interop the ``minerva`` package's namespace: its module globals (live, with
     ``__name__``) and the names it finds through ``__getattr__`` (``minerva/__init__.py``
-    calls this); dispatch looks NumPy's names up in them at call time."""
-    global _namespace, _names
-    _namespace, _names = module_globals, names
+    calls this); dispatch looks NumPy's names up in them at call time.
+    ``host_fallback(func)`` makes the host fallback of a NumPy function found in no
+    namespace of minerva's."""
+    global _namespace, _names, _host_fallback
+    _namespace, _names, _host_fallback = module_globals, names, host_fallback
 
 
 def namespace_module() -> _types.ModuleType:
@@ -64,18 +71,33 @@ def namespace_module() -> _types.ModuleType:
 
 def lookup(module: str, name: str):
     """minerva's function for NumPy's ``<module>.<name>`` (``module`` as in a function's
-    ``__module__``: 'numpy', 'numpy.linalg' …); None when minerva has none. Functions of
-    ``numpy`` (and ``numpy._core``, ``numpy.lib.stride_tricks``) are looked up in the
-    package, those of ``numpy.<sub>`` in ``minerva.<sub>``; other modules of
-    ``numpy.lib`` (``scimath``'s ``sqrt`` …) have no counterpart."""
-    if module in _TOP_LEVEL or module.startswith("numpy._core"):
+    ``__module__``: 'numpy', 'numpy.linalg' …): its native one, else its host fallback;
+    None when minerva's namespaces have no such name. Functions of ``numpy`` (and
+    ``numpy._core``) are looked up in the package, those of ``numpy.<sub>`` in
+    ``minerva.<sub>``, ``numpy.lib.stride_tricks``'s in ``minerva.lib.stride_tricks``
+    (then the package), ``numpy.lib.scimath``'s in ``minerva.emath``; other modules of
+    ``numpy.lib`` have no counterpart."""
+    found = _in_submodule(_SUBMODULES.get(module, ()), name)
+    if found is None and (module in _TOP_LEVEL or module.startswith("numpy._core")):
         found = _namespace.get(name, _names.get(name))
+        if found is None and "__name__" in _namespace:
+            found = getattr(namespace_module(), name, None)
         module_only = isinstance(found, _types.ModuleType) and not callable(found)
-        return None if module_only else found
+        return None if module_only or isinstance(found, type) else found
+    if module in _SUBMODULES:
+        return found
     sub = _namespace.get(module.split(".")[1]) if module.startswith("numpy.") else None
     if not isinstance(sub, _types.ModuleType) or module.count(".") > 1:
         return None
     return getattr(sub, name, None)
+
+
+def _in_submodule(path: tuple, name: str):
+    """``minerva.<path...>.<name>``, or None (also for an empty ``path``)."""
+    found = _namespace.get(path[0]) if path else None
+    for part in path[1:] + (name,):
+        found = getattr(found, part, None) if found is not None else None
+    return found
 
 
 def _unsupported(what: str) -> TypeError:
@@ -92,6 +114,8 @@ def array_function(self, func, types, args, kwargs):
     function = lookup(func.__module__, func.__name__)
     if function is func:  # minerva re-exports NumPy's own: run NumPy's implementation
         function = getattr(func, "_implementation", None)
+    if function is None and _host_fallback is not None:
+        function = _host_fallback(func)
     if function is None:
         raise _unsupported(f"{func.__module__}.{func.__name__}")
     kwargs = dict(kwargs)

@@ -17,6 +17,7 @@ DISPATCH_MODES = ("inline", "queued")
 MEM_POOLS = ("pooled", "round", "naive")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical", "json")
 DEFAULT_DTYPES = ("float64", "float32", "float16")
+FALLBACK_MODES = ("allow", "warn", "raise")
 _SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
@@ -36,6 +37,7 @@ class Config:
     default_dtype: np.dtype = np.dtype(np.float64)
     inline_bytes: int = 64 << 10
     cpu_threads: int | None = None
+    fallback: str = "allow"
 
     @classmethod
     def from_env(cls, environ=None, **overrides) -> "Config":
@@ -129,5 +131,6 @@ SETTINGS = {
     "default_dtype": ("MINERVA_DEFAULT_DTYPE", _dtype),
     "inline_bytes": ("MINERVA_INLINE_BYTES", parse_size),
     "cpu_threads": ("MINERVA_CPU_THREADS", _count(1)),
+    "fallback": ("MINERVA_FALLBACK", _choice(FALLBACK_MODES)),
 }
 """Each setting: its environment variable and the parser of its values."""

@@ -34,6 +34,17 @@ class JitError(MinervaError):
     or, with ``check=True``, a replay that differs from the eager run."""
 
 
+class FallbackError(MinervaError, NotImplementedError):
+    """A NumPy name minerva has no native version of cannot run on the host as asked:
+    ``MINERVA_FALLBACK=raise`` forbids the host fallback, or the call needs what a host
+    copy cannot give (a method changing the array's own shape). ``name`` is NumPy's name
+    of the function (``numpy.fft.fft``)."""
+
+    def __init__(self, message: str, name: str = ""):
+        super().__init__(message)
+        self.name = name
+
+
 class CancelledError(MinervaError):
     """An op never ran: ``mv.shutdown`` cancelled it (raised as the cause of its OpError)."""
 

@@ -14,11 +14,14 @@ Events and their arguments (times are ``time.perf_counter_ns()`` values):
 - ``dispatch(kind, node, t0_ns, t1_ns)``: a dispatcher thread handled one task.
 - ``inner_op(device_id, parent_id, name, created_at, t0_ns, t1_ns)``: a kernel run inside
   op node ``parent_id`` (a step of a jit replay on a CPU device) took ``t0_ns..t1_ns``.
+- ``host_op(name, device_id, created_at, t0_ns, t1_ns)``: the host fallback ran NumPy's
+  ``name`` (``numpy.fft.fft``) on the calling thread for the user's line ``created_at``
+  (``(file, line)``), its results going to ``device_id``.
 """
 from __future__ import annotations
 
 EVENTS = ("op_created", "op_ready", "op_started", "op_finished", "op_poisoned",
-          "data_deleted", "mem_alloc", "mem_free", "dispatch", "inner_op")
+          "data_deleted", "mem_alloc", "mem_free", "dispatch", "inner_op", "host_op")
 NODE_EVENTS = ("op_created", "op_ready", "data_deleted")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minerva.api.missing import missing_attribute
+from minerva.api.fallback.resolve import attribute, numpy_names
 from minerva.linalg.norms import (  # noqa: F401  (numpy.linalg's names)
     cond, diagonal, matrix_norm, matrix_power, matrix_rank, norm, trace, vector_norm)
 from minerva.linalg.products import (  # noqa: F401  (numpy.linalg's names)
@@ -28,5 +28,10 @@ LinAlgError = np.linalg.LinAlgError
 
 
 def __getattr__(name):
-    """``numpy.linalg``'s names minerva lacks: a clear AttributeError."""
-    raise missing_attribute(name, "linalg")
+    """``numpy.linalg``'s names minerva lacks: the host fallback
+    (``minerva.api.fallback``); AttributeError for names NumPy lacks."""
+    return attribute("linalg", name)
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | numpy_names("linalg"))

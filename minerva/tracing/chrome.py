@@ -9,6 +9,9 @@ Layout:
   poisoned op, and a ``memory in use`` counter;
 - inside a jit replay's slice (CPU devices), a slice per step it ran (category
   ``jit-step``), with the user's line of the op it replays;
+- process ``host`` (pid 0): a ``host`` track per user thread that called the host
+  fallback, with a slice per call (category ``host``) named by NumPy's function
+  (``numpy.fft.fft``), so a trace shows which calls left the device;
 - a flow arrow from each producer's slice to each consumer's slice;
 - a failed op's slice carries ``error`` and the ids of the ops it poisoned, and a global
   instant marks the failure.
@@ -25,6 +28,7 @@ from minerva.tracing.convert import OpRecord, Recording
 
 FORMAT_VERSION = 1
 SCHEDULER_PID = 1
+HOST_PID = 0
 
 
 def device_pid(device_id: int) -> int:
@@ -47,6 +51,7 @@ def build(rec: Recording, devices: dict) -> dict:
     events += _flows(rec, tids)
     events += _failures(rec, victims)
     events += _dispatch_slices(rec, events)
+    events += _host_slices(rec, events)
     events += _memory_counters(rec) + _op_counters(rec)
     meta = {"format": "minerva-trace", "version": FORMAT_VERSION,
             "recorded_us": us(rec.duration), "n_ops": len(rec.ops),
@@ -246,6 +251,25 @@ def _dispatch_slices(rec: Recording, events: list) -> list:
         out.append({"ph": "X", "name": kind, "cat": "dispatch", "pid": SCHEDULER_PID,
                     "tid": tids[thread], "ts": us(start), "dur": us(end - start),
                     "args": _dispatch_args(rec, node_id)})
+    return out
+
+
+def _host_slices(rec: Recording, events: list) -> list:
+    """The host fallback's calls: a ``host`` track per calling thread."""
+    if not rec.host:
+        return []
+    events.append(_meta("process_name", HOST_PID, "host"))
+    tids: dict[int, int] = {}
+    out = []
+    for start, end, name, device_id, where, thread in sorted(rec.host):
+        if thread not in tids:
+            tids[thread] = len(tids) + 1
+            label = "host" if tids[thread] == 1 else f"host {tids[thread]}"
+            events.append(_meta("thread_name", HOST_PID, label, tids[thread]))
+        start = max(start, 0)
+        out.append({"ph": "X", "name": name, "cat": "host", "pid": HOST_PID,
+                    "tid": tids[thread], "ts": us(start), "dur": us(max(end - start, 0)),
+                    "args": {"function": name, "device": device_id, "created_at": where}})
     return out
 
 

@@ -93,6 +93,7 @@ class Recording:
         self.dispatch: list[tuple] = []                  # (t0, t1, thread, kind, node id)
         self.pending: list[int] = []                     # t_created of ops left at stop
         self.inner: list[tuple] = []   # (t0, t1, device_id, parent id, name, "file:line")
+        self.host: list[tuple] = []    # (t0, t1, name, device_id, "file:line", thread)
 
     def ran_ops(self) -> list[OpRecord]:
         """Ops that a device started, by start time."""
@@ -181,8 +182,15 @@ def _on_inner(rec: Recording, ev: tuple, t0: int) -> None:
     rec.inner.append((start - t0, end - t0, device_id, parent_id, name, where))
 
 
+def _on_host(rec: Recording, ev: tuple, t0: int) -> None:
+    _tag, name, device_id, file, line, start, end, thread = ev
+    where = "?" if file == "?" else format_callsite((file, line))
+    rec.host.append((start - t0, end - t0, name, device_id, where, thread))
+
+
 _HANDLERS = {R.FINISHED: _on_finished, R.POISONED: _on_poisoned, R.ALLOC: _on_memory,
-             R.FREE: _on_memory, R.DISPATCH: _on_dispatch, R.INNER: _on_inner}
+             R.FREE: _on_memory, R.DISPATCH: _on_dispatch, R.INNER: _on_inner,
+             R.HOST: _on_host}
 
 
 def _track_of(rec: Recording, device_id: int) -> str:

@@ -26,7 +26,7 @@ import collections
 import threading
 import time
 
-FINISHED, POISONED, ALLOC, FREE, DISPATCH, INNER = range(6)
+FINISHED, POISONED, ALLOC, FREE, DISPATCH, INNER, HOST = range(7)
 """Tags of the recorded tuples (the first field of each).
 
 ``(FINISHED, node_id, name, device_id, track, t_created, t_start, t_end, error, file,
@@ -111,6 +111,11 @@ class Recorder:
         """A kernel ran inside op ``parent_id`` (a jit replay's step)."""
         file, line = created_at or NO_CALLSITE
         self._append((INNER, device_id, parent_id, name, file, line, t0_ns, t1_ns))
+
+    def host_op(self, name, device_id, created_at, t0_ns, t1_ns) -> None:
+        """The host fallback ran NumPy's ``name`` on the calling thread."""
+        file, line = created_at or NO_CALLSITE
+        self._append((HOST, name, device_id, file, line, t0_ns, t1_ns, _thread_id()))
 
     def dispatch(self, kind, node, t0_ns, t1_ns) -> None:
         """A dispatcher thread handled one task."""

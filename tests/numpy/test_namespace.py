@@ -1,6 +1,8 @@
 """The NumPy namespace: dtypes and constants are NumPy's own objects, the data-type
 functions give NumPy's answers (an NArray standing for its dtype), names NumPy has and
-minerva lacks raise a clear AttributeError, and the array API / DLPack entry points."""
+minerva has no native version of come from the host fallback (NumPy's own objects for its
+classes and constants), other names raise Python's AttributeError, and the array API /
+DLPack entry points."""
 from __future__ import annotations
 
 import math
@@ -10,6 +12,7 @@ import pytest
 
 import minerva as mv
 from minerva import dtypes
+from minerva.api.fallback import HostFunction
 from minerva.api.missing import missing_attribute
 
 ARRAY_API_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -86,24 +89,20 @@ def test_min_scalar_type_looks_at_a_0d_value(engine):
     assert mv.min_scalar_type(-300) == np.int16
 
 
-# ---- names minerva lacks --------------------------------------------------------------------
+# ---- names minerva has no native version of --------------------------------------------
 
-def test_a_numpy_name_minerva_lacks_says_so():
-    with pytest.raises(AttributeError, match="minerva has no attribute 'get_include': it is "
-                       "a NumPy name minerva does not support yet$"):
-        mv.get_include  # noqa: B018
+def test_a_numpy_name_minerva_lacks_runs_on_the_host():
+    assert isinstance(mv.histogram2d, HostFunction) and mv.histogram2d.label == \
+        "numpy.histogram2d"
+    assert mv.histogram2d is mv.histogram2d and mv.histogram2d.__doc__ == \
+        np.histogram2d.__doc__
+    assert "histogram2d" in dir(mv) and "fft" in dir(mv.fft)
 
 
-@pytest.mark.parametrize("name, hint", [
-    ("matrix", "2-D arrays and the @ operator"),
-    ("memmap", "numpy.memmap on the host, then mv.array"),
-    ("datetime64", "minerva arrays hold bool, integer, float or complex values"),
-    ("set_printoptions", "numpy.set_printoptions: minerva prints arrays through NumPy"),
-])
-def test_missing_names_suggest_an_alternative(name, hint):
-    with pytest.raises(AttributeError, match=f"'{name}': it is a NumPy name .*\\(use "
-                       f"{hint}.* instead\\)"):
-        getattr(mv, name)
+@pytest.mark.parametrize("name", ["matrix", "memmap", "datetime64", "vectorize", "ndindex",
+                                  "get_include", "ma", "testing"])
+def test_numpys_classes_constants_and_modules_are_numpys_own(name):
+    assert getattr(mv, name) is getattr(np, name)
 
 
 def test_other_names_raise_a_plain_attribute_error():
@@ -115,14 +114,18 @@ def test_other_names_raise_a_plain_attribute_error():
     assert getattr(mv, "nope", 7) == 7
 
 
-def test_missing_names_of_submodules():
-    error = missing_attribute("PCG64", "random")
-    assert isinstance(error, AttributeError) and error.name == "PCG64"
-    assert str(error) == ("minerva.random has no attribute 'PCG64': it is a NumPy name "
-                          "minerva does not support yet (use numpy.random.PCG64, passed to "
-                          "mv.random.default_rng(...) instead)")
-    assert str(missing_attribute("multi_dot", "linalg")).startswith(
-        "minerva.linalg has no attribute 'multi_dot': it is a NumPy name")
+def test_names_of_submodules():
+    assert mv.random.PCG64 is np.random.PCG64 and mv.linalg.test is np.linalg.test
+    assert isinstance(mv.fft.rfft, HostFunction) and isinstance(mv.emath.sqrt,
+                                                                HostFunction)
+    for module, where in ((mv.linalg, "minerva.linalg"), (mv.random, "minerva.random"),
+                          (mv.fft, "minerva.fft"), (mv.emath, "minerva.emath")):
+        with pytest.raises(AttributeError, match=f"^module '{where}' has no attribute 'no'$"):
+            module.no  # noqa: B018
+    error = missing_attribute("resize", "ndarray")
+    assert isinstance(error, AttributeError) and error.name == "resize"
+    assert str(error).startswith("'NArray' object has no attribute 'resize': NumPy's resize "
+                                 "cannot run on a host copy: it changes the array's own")
     assert str(missing_attribute("nope", "linalg")) == \
         "module 'minerva.linalg' has no attribute 'nope'"
 
