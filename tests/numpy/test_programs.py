@@ -54,23 +54,13 @@ PROGRAMS = [
 
 # The first failure of each program minerva cannot run yet.
 XFAIL = {
-    "heat_equation": "np.trapezoid is missing (AttributeError)",
-    "nbody": "np.triu_indices is missing (AttributeError)",
     "mandelbrot": "complex z ** 2 is computed as np.power(z, 2), not as NumPy's ndarray "
                   "power (np.square for an exponent of 2): Z differs in the last bits, "
                   "and RESULT['smooth_sum'] with it",
-    "monte_carlo": "np.vectorize is missing (AttributeError)",
-    "rk4_ode": "np.sort_complex is missing (AttributeError)",
-    "numerical_methods": "np.trapezoid is missing (AttributeError)",
-    "kmeans": "np.lexsort is missing (AttributeError)",
-    "pca_regression": "np.cov is missing (AttributeError)",
-    "numpy_exercises": "np.unravel_index is missing (AttributeError)",
-    "image_processing": "np.lib is missing (np.lib.stride_tricks.sliding_window_view; "
-                        "AttributeError)",
     "bag_of_words": "string arrays: np.array of a list of str raises DTypeError "
                     "(unsupported dtype <U10)",
-    "groupby_table": "np.loadtxt is missing (AttributeError)",
-    "records_dates": "np.genfromtxt is missing (AttributeError)",
+    "records_dates": "string arrays: np.unique of a field of np.genfromtxt's structured "
+                     "array raises DTypeError (unsupported dtype <U4)",
 }
 
 
