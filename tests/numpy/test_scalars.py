@@ -372,7 +372,13 @@ FUNCTIONS = {
     "count_nonzero": lambda xp, v, m: xp.count_nonzero(v > 0),
     "searchsorted": lambda xp, v, m: xp.searchsorted(xp.sort(v), 2.0),
     "clip": lambda xp, v, m: xp.clip(v.sum(), 0, 5), "round": lambda xp, v, m: xp.round(v[2]),
-    "add.reduce": lambda xp, v, m: xp.add.reduce(v), "det": lambda xp, v, m: xp.linalg.det(m),
+    "add.reduce": lambda xp, v, m: xp.add.reduce(v),
+    "subtract.reduce": lambda xp, v, m: xp.subtract.reduce(v),
+    "logaddexp.reduce": lambda xp, v, m: xp.logaddexp.reduce(v),
+    "add.reduce with initial": lambda xp, v, m: xp.add.reduce(v, initial=2.0),
+    "sum with where": lambda xp, v, m: xp.sum(v, where=v > 0),
+    "a ufunc with where": lambda xp, v, m: xp.multiply(v[1], 2.0, where=True),
+    "det": lambda xp, v, m: xp.linalg.det(m),
     "norm": lambda xp, v, m: xp.linalg.norm(v), "cond": lambda xp, v, m: xp.linalg.cond(m),
     "matrix_rank": lambda xp, v, m: xp.linalg.matrix_rank(m),
     "slogdet": lambda xp, v, m: tuple(xp.linalg.slogdet(m))[1],
@@ -394,3 +400,15 @@ def test_functions_give_a_scalar_where_numpys_do(name):
     else:
         with pytest.raises(TypeError):
             hash(got)
+
+
+def test_a_scalar_variable_of_autograd_is_updated_in_place_by_its_optimizer():
+    bias = mv.array([0.5, 2.0]).sum()  # a NumPy scalar, made a variable
+    bias.attach_grad()
+    params = [bias]
+    with mv.autograd.record():
+        loss = (bias * 3.0) ** 2
+    loss.backward()
+    for p in params:
+        p -= 0.01 * p.grad  # minerva's optimizers write variables in place
+    assert float(params[0]) == float(bias) == pytest.approx(2.5 - 0.01 * 18 * 2.5)

@@ -9,7 +9,8 @@ that needs its value (``hash``, ``repr``, ``str``, ``format``, ``__index__``, ``
 ``bool``) waits for it. Marked are
 
 - the 0-d results of the ops in ``SCALAR_RESULT_OPS``: NumPy's ufuncs (operators and
-  element-wise functions, ``divmod``, ``clip``, ``round``), reductions (``sum`` ...
+  element-wise functions, ``divmod``, ``clip``, ``round``, calls with ``where=``, the
+  ``reduce`` method), reductions (``sum`` ...
   ``argmin``, ``std``, ``median``, the nan-functions ...), products of vectors (``matmul``,
   ``vdot``, ``inner``, ``vecdot``, ``einsum``) and the scalars of ``numpy.linalg``
   (``det``, ``norm``, ``cond``, ``matrix_rank``, ``slogdet``): the seam marks them
@@ -25,11 +26,13 @@ from __future__ import annotations
 import numbers
 
 from minerva import builder, narray
+from minerva.autograd.tape import Leaf
 from minerva.narray import NArray
 from minerva.ops.elementwise import BINARY, UNARY
 
 _UFUNCS = BINARY + tuple(name + "_scalar" for name in BINARY) + UNARY + (
-    "divmod", "divmod_scalar", "clip", "round", "angle", "sinc")
+    "divmod", "divmod_scalar", "clip", "round", "angle", "sinc", "ufunc_where",
+    "ufunc_where2", "ufunc_reduce")
 _REDUCTIONS = ("sum", "prod", "max", "min", "mean", "any", "all", "argmax", "argmin",
                "std", "var", "ptp", "median", "percentile", "quantile", "average",
                "average_returned", "count_nonzero", "nansum", "nanprod", "nanmax", "nanmin",
@@ -110,9 +113,11 @@ def check_iterable(x: NArray) -> None:
 def rebinding(in_place, forward):
     """NArray's in-place operator: ``in_place`` (``x += y`` writes into ``x``) for arrays;
     for a NumPy scalar, which is immutable, ``forward`` (``s += 1`` makes a new scalar and
-    rebinds ``s``, leaving other references to the old one as they were, as in NumPy)."""
+    rebinds ``s``, leaving other references to the old one as they were, as in NumPy) —
+    unless it is a variable of autograd (``attach_grad``), which optimizers update in
+    place."""
     def method(self, other):
-        if self._numpy_scalar:
+        if self._numpy_scalar and not isinstance(self._grad_info, Leaf):
             return forward(self, other)
         return in_place(self, other)
     method.__name__ = method.__qualname__ = getattr(in_place, "__name__", "method")
