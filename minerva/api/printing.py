@@ -3,8 +3,9 @@ printing functions on NArrays (``array2string``, ``array_repr``, ``array_str``,
 ``format_float_positional``, ``format_float_scientific``).
 
 Text is NumPy's own: printing waits for the values (as CuPy and PyTorch do), reads them
-onto the host and formats them with NumPy, so NumPy's print options hold (``mv.set_printoptions``,
-``mv.get_printoptions`` and ``mv.printoptions`` are NumPy's own functions). An array prints
+onto the host and formats them with NumPy, so NumPy's print options hold
+(``mv.set_printoptions``, ``mv.get_printoptions`` and ``mv.printoptions`` are NumPy's own
+functions). An array prints
 as a NumPy array (``array([0., 1.])``, ``[0. 1.]``), a NumPy scalar
 (``minerva.api.core.scalars``) as NumPy's scalar (``np.float64(3.0)``, ``3.0``).
 
@@ -102,4 +103,5 @@ def _as_scalar(x):
 
 
 __all__ = ["array2string", "array_repr", "array_str", "format_float_positional",
-           "format_float_scientific", "get_printoptions", "printoptions", "set_printoptions"]
+           "format_float_scientific", "get_printoptions", "printoptions",
+           "set_printoptions"]

@@ -107,7 +107,7 @@ def test_a_non_empty_format_spec_of_an_array_is_refused_as_numpys():
     assert f"{mv.array(2.0):.3f}" == f"{np.array(2.0):.3f}" == "2.000"
 
 
-# ---- print options -------------------------------------------------------------------------
+# ---- print options -----------------------------------------------------------------------
 
 @pytest.fixture
 def saved_printoptions():
@@ -155,7 +155,7 @@ def test_legacy_printing_shows_scalars_as_numpy_1_25_did():
     assert repr(x.sum()) == "6.0" and repr(x.argmax()) == "3" and repr(x.any()) == "True"
 
 
-# ---- NumPy's printing functions ------------------------------------------------------------
+# ---- NumPy's printing functions ----------------------------------------------------------
 
 def test_numpys_printing_functions_take_narrays():
     values = np.arange(12.0).reshape(3, 4) / 3
@@ -180,7 +180,8 @@ def test_format_float_functions_take_minerva_scalars():
     wide = mv.array(values.astype(np.float64))  # NumPy's own take them as Python floats
     for function in (np.format_float_positional, np.format_float_scientific):
         assert function(wide.sum()) == function(values.astype(np.float64).sum())
-        assert function(wide[1], precision=3) == function(np.float64(values[1]), precision=3)
+        assert function(wide[1], precision=3) == function(np.float64(values[1]),
+                                                          precision=3)
     assert mv.format_float_positional(x[1], unique=False, precision=12) == \
         np.format_float_positional(values[1], unique=False, precision=12)
     assert mv.format_float_scientific(mv.array([12345.678]), exp_digits=3) == \
@@ -189,7 +190,7 @@ def test_format_float_functions_take_minerva_scalars():
         mv.format_float_positional(x)
 
 
-# ---- waiting, failures ---------------------------------------------------------------------
+# ---- waiting, failures -------------------------------------------------------------------
 
 GATE = threading.Event()
 

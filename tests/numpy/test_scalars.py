@@ -165,7 +165,7 @@ def test_indexing_a_scalar_gives_what_numpys_gives():
     assert repr(mv.array(zero_d)[()]) == repr(zero_d[()])  # a 0-d array's element: a scalar
 
 
-# ---- dict keys, sets, range(), list indices ----------------------------------------------------
+# ---- dict keys, sets, range(), list indices ----------------------------------------------
 
 @pytest.mark.parametrize("xp", [np, mv], ids=["numpy", "minerva"])
 def test_scalars_are_dict_keys_and_set_members_by_value(xp):
@@ -212,7 +212,7 @@ def test_integer_scalars_are_range_bounds_and_list_indices():
             letters[bad]  # noqa: B018
 
 
-# ---- arithmetic and comparisons (NEP 50) -------------------------------------------------------
+# ---- arithmetic and comparisons (NEP 50) -------------------------------------------------
 
 ARITHMETIC = [
     (np.float32, lambda s: s + 1.0), (np.float32, lambda s: 2.0 * s),
@@ -226,10 +226,12 @@ ARITHMETIC = [
     (np.int8, lambda s: s + np.int16(1)), (np.int8, lambda s: 3 - s),
     (np.uint8, lambda s: s - 1), (np.uint8, lambda s: s + np.int8(1)),
     (np.int64, lambda s: s / 2), (np.int64, lambda s: s ** 2), (np.int64, lambda s: s == 3),
-    (np.int64, lambda s: s & 1), (np.int64, lambda s: s << 2), (np.int32, lambda s: s * 1.0),
+    (np.int64, lambda s: s & 1), (np.int64, lambda s: s << 2),
+    (np.int32, lambda s: s * 1.0),
     (np.bool_, lambda s: s + 1), (np.bool_, lambda s: s & True), (np.bool_, lambda s: ~s),
     (np.bool_, lambda s: s * 1.5), (np.complex64, lambda s: s * 2.0),
-    (np.complex64, lambda s: s + np.complex128(1j)), (np.float64, lambda s: round(s * 1.37, 1)),
+    (np.complex64, lambda s: s + np.complex128(1j)),
+    (np.float64, lambda s: round(s * 1.37, 1)),
 ]
 
 
@@ -246,10 +248,10 @@ def test_arithmetic_on_scalars_gives_numpys_scalar(dtype, op):
 def test_python_functions_of_scalars_answer_as_for_numpys():
     values = np.array([2.5, -1.25, 4.0])
     x = mv.array(values)
-    for xp, v in ((mv, x), (np, values)):
-        assert xp is np or isinstance(v.max(), mv.NArray)
+    assert type(x.max()) is mv.NArray
     assert round(x[0]) == round(values[0]) and type(round(x[0])) is int
-    assert sorted([x.max(), x.min(), x[0]]) == sorted([values.max(), values.min(), values[0]])
+    assert sorted([x.max(), x.min(), x[0]]) == sorted([values.max(), values.min(),
+                                                        values[0]])
     assert max(x.sum(), 5.0) == max(values.sum(), 5.0)
     assert sum(v for v in x) == sum(v for v in values)
     assert math.floor(x[1]) == math.floor(values[1]) and math.isclose(x.sum(), 5.25)
@@ -277,7 +279,7 @@ def test_in_place_operators_on_a_scalar_make_a_new_scalar_as_numpys():
         assert float(same) == 2.0
 
 
-# ---- laziness ---------------------------------------------------------------------------------
+# ---- laziness ----------------------------------------------------------------------------
 
 GATE = threading.Event()
 
@@ -310,8 +312,9 @@ def test_scalars_stay_lazy_until_a_use_needs_their_value():
         assert not GATE.is_set(), "a scalar waited for its value"
         GATE.set()
         assert hash(s) == hash(6.0) and repr(s) == "np.float64(6.0)"
-        assert [repr(v) for v in later] == ["np.float64(13.0)", "np.float64(3.0)",
-                                            "np.float64(7.0)", "np.True_", "np.float64(-3.0)"]
+        assert [repr(v) for v in later] == [
+            "np.float64(13.0)", "np.float64(3.0)", "np.float64(7.0)", "np.True_",
+            "np.float64(-3.0)"]
         assert list(range(peak)) == [0, 1, 2]
     finally:
         GATE.set()
@@ -335,7 +338,7 @@ def test_out_gives_the_array_written_not_a_scalar():
         hash(out)
 
 
-# ---- matplotlib -------------------------------------------------------------------------------
+# ---- matplotlib --------------------------------------------------------------------------
 
 def test_matplotlib_takes_scalar_results_and_arrays():
     x = mv.arange(6.0).reshape(2, 3)
@@ -352,7 +355,7 @@ def test_matplotlib_takes_scalar_results_and_arrays():
         plt.close(figure)
 
 
-# ---- which functions give scalars -----------------------------------------------------------
+# ---- which functions give scalars --------------------------------------------------------
 
 VECTOR, MATRIX = np.array([3.0, -1.0, 2.5, 4.0]), np.array([[2.0, 1.0], [0.5, 3.0]])
 FUNCTIONS = {
@@ -371,7 +374,8 @@ FUNCTIONS = {
     "nanargmax": lambda xp, v, m: xp.nanargmax(v),
     "count_nonzero": lambda xp, v, m: xp.count_nonzero(v > 0),
     "searchsorted": lambda xp, v, m: xp.searchsorted(xp.sort(v), 2.0),
-    "clip": lambda xp, v, m: xp.clip(v.sum(), 0, 5), "round": lambda xp, v, m: xp.round(v[2]),
+    "clip": lambda xp, v, m: xp.clip(v.sum(), 0, 5),
+    "round": lambda xp, v, m: xp.round(v[2]),
     "add.reduce": lambda xp, v, m: xp.add.reduce(v),
     "subtract.reduce": lambda xp, v, m: xp.subtract.reduce(v),
     "logaddexp.reduce": lambda xp, v, m: xp.logaddexp.reduce(v),
