@@ -39,7 +39,10 @@ class HostFunction:
         if name.startswith("__") or name in ("function", "label"):
             raise AttributeError(name)
         value = getattr(self.function, name)
-        return HostFunction(value, f"{self.label}.{name}") if callable(value) else value
+        if callable(value):
+            value = HostFunction(value, f"{self.label}.{name}")
+        setattr(self, name, value)  # found in the instance from now on
+        return value
 
     def __repr__(self) -> str:
         return f"<minerva host fallback of {self.label}>"
