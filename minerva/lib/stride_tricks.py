@@ -57,7 +57,3 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False,
     _, strides, offset = explicit_view(x)
     window_strides = strides + tuple(strides[ax] for ax in axes)
     return view_of(x, (shape, window_strides, offset), readonly=not writeable)
-
-
-def __dir__() -> list:
-    return ["as_strided", "sliding_window_view"]
