@@ -24,6 +24,7 @@ from minerva import emath, fft, lib  # noqa: E402,F401
 from minerva import runtime as _runtime  # noqa: E402
 from minerva.api import dtypes  # noqa: E402
 from minerva.api import fallback as _fallback  # noqa: E402
+from minerva.api import printing as _printing  # noqa: E402
 from minerva.api import methods as _methods  # noqa: E402,F401  (NArray's methods, installed)
 from minerva.api import (  # noqa: E402
     creation as _creation, errors as _errors, interop as _interop, logic as _logic,
@@ -33,6 +34,7 @@ from minerva.api.core import (  # noqa: E402
     creation as _core_creation, elementwise as _elementwise, indexing as _core_indexing,
     manipulation as _core_manipulation, reductions as _reductions, ufuncs as _ufuncs)
 from minerva.api.indexing import generate as _generate, select as _select  # noqa: E402
+from minerva.api.indexing import iterating as _iterating  # noqa: E402
 from minerva.api.manipulation import (  # noqa: E402
     joins as _joins, shaping as _shaping, views as _views)
 from minerva.jit import JitError, jit  # noqa: E402,F401
@@ -42,8 +44,8 @@ from minerva.narray import NArray  # noqa: E402
 CHAPTERS = (
     _fallback,  # first: a chapter's own version of a name wins
     _core_manipulation, _core_indexing, _core_creation, _ufuncs, _elementwise, _reductions,
-    _creation, _select, _generate, _shaping, _joins, _views, _sorting, _sets, _logic,
-    _statistics, dtypes, _errors, _interop, _products, _runtime)
+    _creation, _select, _generate, _iterating, _shaping, _joins, _views, _sorting, _sets, _logic,
+    _statistics, dtypes, _errors, _interop, _products, _runtime, _printing)
 """The modules whose ``__all__`` make minerva's namespace."""
 
 NAMES = {name: getattr(chapter, name) for chapter in CHAPTERS for name in chapter.__all__}

@@ -54,9 +54,21 @@ def build(op_def, inputs, attrs=EMPTY, out=None):
         result = _write(system, op_def, inputs, attrs, out_specs, out)
     else:
         result = _fresh(system, op_def, inputs, attrs, out_specs)
+        if not out_specs[0].shape and op_def.name in SCALAR_RESULT_OPS:
+            _mark_scalars(result)
     if SEAM.hooks:
         SEAM.notify(op_def, attrs, inputs, result, out)
     return result
+
+
+SCALAR_RESULT_OPS: set = set()
+"""Names of the ops whose 0-d results are NumPy scalars (``minerva.api.core.scalars``
+fills it): ``build`` marks those results (not an ``out=``)."""
+
+
+def _mark_scalars(result) -> None:
+    for x in result if isinstance(result, tuple) else (result,):
+        x._numpy_scalar = not x._spec.shape
 
 
 def _fresh(system, op_def, inputs, attrs, out_specs):
@@ -69,7 +81,7 @@ def _fresh(system, op_def, inputs, attrs, out_specs):
                 return _keep_order(system, op_def, inputs, attrs, out_specs[0], views)
             break
     storages = system.engine.submit(op_def, attrs, [x._storage for x in inputs], out_specs,
-                                    system.current_device(), user_callsite(), views)
+                                    system.current_device(), None, views)
     if len(storages) == 1:
         return NArray(storages[0], None, out_specs[0])
     return tuple(NArray(s, None, spec) for s, spec in zip(storages, out_specs))
@@ -152,6 +164,8 @@ def _write(system, op_def, inputs, attrs, out_specs, out):
                          f"got {len(outs)}")
     for target, spec in zip(outs, out_specs):
         _check_target(op_def, target, spec)
+    if any(isinstance(t, np.ndarray) for t in outs):
+        return _write_host(op_def, inputs, attrs, outs, out)
     if any(t.dtype != s.dtype for t, s in zip(outs, out_specs)):
         results = build(op_def, inputs, attrs)  # compute, then cast into out
         results = results if isinstance(results, tuple) else (results,)
@@ -172,11 +186,27 @@ def _write(system, op_def, inputs, attrs, out_specs, out):
     return out
 
 
+def _write_host(op_def, inputs, attrs, outs, out):
+    """``out=`` holding NumPy arrays (NumPy's functions take them): the op computed in
+    minerva, then its values written into them (waiting for them), cast as checked."""
+    results = build(op_def, inputs, attrs)
+    results = results if isinstance(results, tuple) else (results,)
+    for target, value in zip(outs, results):
+        if isinstance(target, np.ndarray):
+            np.copyto(target, value.to_numpy(), casting="unsafe")
+        else:
+            build(ASSIGN, [value], {"dtype": target.dtype}, out=target)
+    return out
+
+
 def _check_target(op_def, target, spec) -> None:
-    if not isinstance(target, NArray):
-        raise TypeError(f"{op_def.name}: out= must be an NArray, got "
+    if isinstance(target, np.ndarray):
+        if not target.flags.writeable:
+            raise ValueError("output array is read-only")
+    elif not isinstance(target, NArray):
+        raise TypeError(f"{op_def.name}: out= must be an NArray or a NumPy array, got "
                         f"{type(target).__name__}")
-    if target._readonly:
+    elif target._readonly:
         raise ValueError("assignment destination is read-only")
     if target.shape != spec.shape and not (
             op_def.elementwise and _broadcasts(spec.shape, target.shape)):

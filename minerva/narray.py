@@ -19,10 +19,10 @@ door for the others.
 from __future__ import annotations
 
 import threading
+import weakref
 
 import numpy as np
 
-from minerva.dag.nodes import STATE_NAMES
 from minerva.ops import views as _views
 
 
@@ -39,14 +39,26 @@ class HostGuard(threading.local):
 
 
 HOST_READS = HostGuard()
+SCALAR_CLASSES: dict = {}
+"""dtype kind -> the subclass of NArray a NumPy scalar of that kind gives as its
+``__class__`` (filled by ``minerva.api.core.scalars``)."""
 
 
 class NArray:
     """An n-dimensional array computed by the minerva runtime (see API.md, "Arrays")."""
 
     __slots__ = ("_storage", "_view", "_spec", "_grad_info", "_readonly", "_owndata",
-                 "__weakref__")
+                 "_numpy_scalar", "_base", "__weakref__")
     __array_priority__ = 100
+
+    @property
+    def __class__(self):
+        """NArray; for a NumPy scalar, the subclass standing for its kind of NumPy scalar
+        type (``SCALAR_CLASSES``), so that ``isinstance(s, numbers.Real)`` holds as for
+        ``np.float64`` (``type(s)`` stays NArray)."""
+        if self._numpy_scalar:
+            return SCALAR_CLASSES.get(self._spec.dtype.kind, NArray)
+        return NArray
 
     def __init__(self, storage, view, spec):
         self._storage = storage
@@ -55,6 +67,8 @@ class NArray:
         self._grad_info = None
         self._readonly = False
         self._owndata = True  # False for a view of another array (see view_of)
+        self._numpy_scalar = False  # True where NumPy gives a scalar (api/core/scalars.py)
+        self._base = None  # a view's BaseLink to the array owning the data (view_of)
 
     # ---- metadata (never blocks) --------------------------------------------------------
 
@@ -90,8 +104,9 @@ class NArray:
 
     @property
     def strides(self) -> tuple:
-        """Byte strides, as NumPy would give them for this view."""
-        return _views.of(self._spec, self._view)[1]
+        """Byte strides, as NumPy would give them for this view (settable: a view of the
+        same elements' memory, ``minerva.api.core.attributes``)."""
+        return tuple(_views.of(self._spec, self._view)[1])
 
     @property
     def device(self) -> int:
@@ -112,10 +127,30 @@ class NArray:
     @property
     def flags(self) -> "Flags":
         """NumPy's memory-layout flags of this handle (``x.flags.f_contiguous``,
-        ``x.flags["F_CONTIGUOUS"]``); a broadcast view is read-only, as NumPy's."""
+        ``x.flags["F_CONTIGUOUS"]``); a broadcast view is read-only, as NumPy's.
+        ``writeable`` is settable, as NumPy allows (``Flags``, ``setflags``)."""
         shape, strides, offset = _views.of(self._spec, self._view)
         return Flags(shape, strides, offset, self._spec.dtype, self._owndata,
-                     not self._readonly)
+                     not self._readonly, owner=self)
+
+    def setflags(self, write=None, align=None, uic=None) -> None:
+        """NumPy's ``setflags``: ``write=False`` makes writes through this handle raise
+        NumPy's ``ValueError: assignment destination is read-only``; ``write=True`` undoes
+        it where NumPy allows (not for a view of a read-only array). minerva's arrays are
+        always aligned (``align=False`` is refused) and never write back (``uic=True``)."""
+        if uic:
+            raise ValueError("cannot set WRITEBACKIFCOPY flag to True")
+        if align is not None and not align:
+            raise ValueError("minerva arrays are always aligned: cannot set the ALIGNED "
+                             "flag to False")
+        if write is not None:
+            set_writeable(self, bool(write))
+
+    @property
+    def base(self):
+        """The array owning the memory of this view (None for an array owning its data),
+        as NumPy's ``base``: the view's base's base collapses to the owner."""
+        return None if self._base is None else self._base.handle(self._storage)
 
     @property
     def is_view(self) -> bool:
@@ -143,14 +178,6 @@ class NArray:
 
     get = to_numpy
 
-    def __array__(self, dtype=None, copy=None):
-        values = self.to_numpy()
-        return values if dtype is None else values.astype(dtype, copy=False)
-
-    def item(self, *args):
-        """One element as a Python scalar (all of a size-1 array when no index is given)."""
-        return self.to_numpy().item(*args)
-
     def tolist(self):
         """The values as nested Python lists of Python scalars."""
         return self.to_numpy().tolist()
@@ -159,7 +186,8 @@ class NArray:
         if self.size != 1:
             raise TypeError(f"only size-1 arrays can be converted to Python scalars; "
                             f"this one has shape {self.shape}")
-        return kind(self.to_numpy().reshape(()))
+        value = self.to_numpy().reshape(())
+        return kind(value[()] if self._numpy_scalar else value)  # as NumPy's scalar does
 
     def __float__(self):
         return self._scalar(float)
@@ -171,9 +199,12 @@ class NArray:
         return self._scalar(complex)
 
     def __index__(self):
-        if self.ndim or self.dtype.kind not in "iub":
-            raise TypeError("only integer scalar arrays can be converted to a scalar index")
-        return int(self)
+        if not self.ndim and self.dtype.kind in "iu":
+            return self._scalar(int)
+        if self._numpy_scalar:
+            raise TypeError(f"'numpy.{self.dtype.type.__name__}' object cannot be "
+                            "interpreted as an integer")
+        raise TypeError("only integer scalar arrays can be converted to a scalar index")
 
     def __bool__(self):
         size = self.size
@@ -186,31 +217,30 @@ class NArray:
         return self._scalar(bool)
 
     def __len__(self) -> int:
+        if self._numpy_scalar:
+            raise TypeError(f"object of type 'numpy.{self.dtype.type.__name__}' has no "
+                            "len()")
         if not self.shape:
             raise TypeError("len() of unsized object")
         return self.shape[0]
 
-    def __repr__(self) -> str:
-        data = self._storage.current
-        return (f"NArray(shape={self.shape}, dtype={self.dtype}, device={data.device_id}, "
-                f"{STATE_NAMES[data.state]})")
-
-    def __str__(self) -> str:
-        return str(self.to_numpy())
-
-    def __format__(self, spec: str) -> str:
-        if self.ndim == 0:
-            return format(self.to_numpy()[()], spec)
-        return format(self.to_numpy(), spec)
-
-    __hash__ = None
+    def __hash__(self) -> int:
+        """A NumPy scalar's hash: its value's (waits), equal to the hash of the equal
+        Python number (a NaN, equal to nothing, hashes by identity, as Python's); arrays
+        are unhashable, as NumPy's."""
+        if not self._numpy_scalar:
+            raise TypeError("unhashable type: 'NArray'")
+        value = self.to_numpy()[()]
+        return object.__hash__(self) if value != value else hash(value)
 
 
 class Flags:
     """An array's memory-layout flags, as NumPy's ``ndarray.flags`` reports them: by key
     (``"C_CONTIGUOUS"``, ``"F_CONTIGUOUS"``, ``"OWNDATA"``, ``"WRITEABLE"``, ``"ALIGNED"``,
     ``"WRITEBACKIFCOPY"``, their one-letter forms, and NumPy's combined ones) or by
-    attribute (``flags.f_contiguous``). Read-only: minerva sets no flags."""
+    attribute (``flags.f_contiguous``). As NumPy's, ``writeable`` (``"WRITEABLE"``,
+    ``"W"``), ``aligned`` and ``writebackifcopy`` are settable, through the array's
+    ``setflags``; the others are not (NumPy's AttributeError or KeyError)."""
 
     _ABBREVIATIONS = {"C": "C_CONTIGUOUS", "F": "F_CONTIGUOUS", "O": "OWNDATA",
                       "W": "WRITEABLE", "A": "ALIGNED", "X": "WRITEBACKIFCOPY",
@@ -218,7 +248,11 @@ class Flags:
     _SHOWN = ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA", "WRITEABLE", "ALIGNED",
               "WRITEBACKIFCOPY")
 
-    def __init__(self, shape, strides, offset, dtype, owndata: bool, writeable: bool):
+    _SETTABLE = {"WRITEABLE": "write", "ALIGNED": "align", "WRITEBACKIFCOPY": "uic"}
+
+    def __init__(self, shape, strides, offset, dtype, owndata: bool, writeable: bool,
+                 owner=None):
+        object.__setattr__(self, "_owner", owner)
         c = _views.is_contiguous((shape, strides, offset), dtype.itemsize)
         f = _views.is_contiguous((shape[::-1], strides[::-1], offset), dtype.itemsize)
         aligned = offset % dtype.alignment == 0 and all(
@@ -242,9 +276,26 @@ class Flags:
         return self._values[name.upper()]
 
     def __setattr__(self, name, value) -> None:
-        if name != "_values":
-            raise AttributeError("minerva arrays' flags are read-only")
-        object.__setattr__(self, name, value)
+        if name == "_values":
+            object.__setattr__(self, name, value)
+        elif name.upper() in self._SETTABLE and name.islower():
+            self._set(name.upper(), value)
+        elif name.upper() in self._values and name.islower():
+            raise AttributeError(f"attribute {name!r} of 'Flags' objects is not writable")
+        else:
+            raise AttributeError(f"'Flags' object has no attribute {name!r}")
+
+    def __setitem__(self, key: str, value) -> None:
+        name = self._ABBREVIATIONS.get(key, key)
+        if name not in self._SETTABLE:
+            raise KeyError("Unknown flag")
+        self._set(name, value)
+
+    def _set(self, name: str, value) -> None:
+        if self._owner is None:
+            raise AttributeError("these flags belong to no array")
+        self._owner.setflags(**{self._SETTABLE[name]: bool(value)})
+        self._values[name] = bool(value) if name == "WRITEABLE" else self._values[name]
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Flags) and other._values == self._values
@@ -255,8 +306,46 @@ class Flags:
         return "\n".join(f"  {name} : {self._values[name]}" for name in self._SHOWN)
 
 
+class BaseLink:
+    """A view's link to its base, the array owning the data: held weakly (a view keeps the
+    storage alive, not its base's handle, which autograd follows), and remade from the
+    storage and the layout it had when the base's handle is gone."""
+
+    __slots__ = ("_ref", "_held", "_view", "_spec", "_readonly")
+
+    def __init__(self, owner: NArray):
+        self._ref, self._held = weakref.ref(owner), None
+        self._view, self._spec, self._readonly = owner._view, owner._spec, owner._readonly
+
+    def handle(self, storage) -> NArray:
+        """The base: its handle while it lives, else one remade on ``storage``."""
+        owner = self._owner()
+        if owner is None:
+            owner = self._held = NArray(storage, self._view, self._spec)
+            owner._readonly = self._readonly
+        return owner
+
+    def readonly(self) -> bool:
+        """Whether writes through the base are refused (as they were when it went)."""
+        owner = self._owner()
+        return self._readonly if owner is None else owner._readonly
+
+    def _owner(self):
+        owner = self._ref()
+        return self._held if owner is None else owner
+
+
 def _engine_of(x: NArray):
     return x._storage.engine
+
+
+def set_writeable(x: NArray, writeable: bool) -> None:
+    """Let writes through ``x`` happen, or make them raise NumPy's ValueError. Turning
+    them back on is refused, as NumPy refuses it, for a view whose base (the array owning
+    the data) is read-only."""
+    if writeable and x._base is not None and x._base.readonly():
+        raise ValueError("cannot set WRITEABLE flag to True of this array")
+    x._readonly = not writeable
 
 
 def device_of(x: NArray):
@@ -289,5 +378,5 @@ def check_timeout(timeout) -> None:
         raise ValueError(f"timeout must be >= 0, got {timeout}")
 
 
-__all__ = ["NArray", "Flags", "HOST_READS", "check_timeout", "device_array", "device_of",
-           "storage_of"]
+__all__ = ["NArray", "BaseLink", "Flags", "HOST_READS", "check_timeout", "device_array",
+           "device_of", "storage_of"]

@@ -33,6 +33,7 @@ import types as _types
 
 import numpy as np
 
+from minerva.api.core import exports
 from minerva.api.core.indexing import assign
 from minerva.api.core.ufunc_methods import missing_method
 from minerva.builder import COPY, build, current_device, device as device_scope, upload
@@ -218,10 +219,23 @@ def array_namespace(self, api_version=None):
 
 
 def dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-    """DLPack export of a copy of the current value (waits for it; shares nothing with
-    later writes to this array)."""
+    """DLPack export of the current value (waits for it), by NumPy 2's copy rules: on a CPU
+    device without ``copy=True``, the value's buffer itself, read-only and held as
+    ``numpy.asarray`` holds it (``minerva.api.core.exports``: a later write to this array
+    copies first), for a consumer that reads DLPack's read-only flag (``max_version`` 1.0
+    or later); otherwise a private copy, or BufferError for ``copy=False``."""
     kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version),
                                 ("dl_device", dl_device), ("copy", copy)) if v is not None}
+    to_host = dl_device is None or dl_device[0] == _KDL_CPU
+    if copy is not True and to_host and exports.on_host(self):
+        if max_version is not None and tuple(max_version) >= (1, 0):
+            return exports.host_alias(self).__dlpack__(**kwargs)
+        if copy is False:
+            raise BufferError("Cannot export readonly array since signalling readonly is "
+                              "unsupported by DLPack (supported by newer DLPack version).")
+    elif copy is False:
+        raise BufferError("an NArray of a GPU device is exported by copy only (copy=False "
+                          "cannot be honoured)")
     return _exported(self, dl_device).__dlpack__(**kwargs)
 
 

@@ -11,10 +11,14 @@ array, as NumPy's do.
 from __future__ import annotations
 
 import operator
+import types
+
+import numpy as np
 
 from minerva import autograd
-from minerva.api import interop, sorting, statistics
-from minerva.api.core import creation, elementwise, indexing, manipulation, reductions
+from minerva.api import interop, printing, sorting, statistics
+from minerva.api.core import (attributes, creation, elementwise, exports, indexing,
+                              iteration, layout, manipulation, reductions, scalars)
 from minerva.api.core.ufuncs import (FUNCTIONS, comparison_method, in_place_method,
                                      operator_method, reflected_method, unary_method)
 from minerva.api.indexing import select
@@ -44,10 +48,19 @@ def _imatmul(self, other):
 
 
 def _iter(self):
-    if not self.shape:
-        raise TypeError("iteration over a 0-d array")
-    for i in range(self.shape[0]):
-        yield self[i]
+    """Rows as views, or the elements of a 1-D array read once on the host
+    (``minerva.api.core.iteration``)."""
+    scalars.check_iterable(self)  # raises at once, not at the first next()
+    return iteration.iterate(self)
+
+
+def _delitem(self, key):
+    raise ValueError("cannot delete array elements")
+
+
+def _class_getitem(cls, item):
+    """``NArray[shape, dtype]`` in annotations, as ``numpy.ndarray[...]``."""
+    return types.GenericAlias(cls, item)
 
 
 def _contains(self, value) -> bool:
@@ -112,10 +125,19 @@ def _dot(self, b, out=None):
     return products.dot(self, b, out=out)
 
 
-def _astype(self, dtype, copy=True, device=None):
-    """This array cast to ``dtype`` (on ``device`` when given)."""
-    return elementwise.astype(self if device is None else to_device(self, device), dtype,
-                              copy=copy)
+def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True, device=None):
+    """This array cast to ``dtype`` (on ``device`` when given), laid out in memory order
+    ``order``; TypeError with NumPy's words when ``casting`` forbids the cast. ``copy=False``
+    returns this array itself when nothing changes."""
+    x = self if device is None else to_device(self, device)
+    order = layout.check_order(order)
+    dtype = creation.check_dtype(dtype)
+    if not np.can_cast(x.dtype, dtype, casting):
+        raise TypeError(f"Cannot cast array data from {x.dtype!r} to {dtype!r} according "
+                        f"to the rule {casting!r}")
+    if order == "K":
+        return elementwise.astype(x, dtype, copy=copy)
+    return creation.array(x, dtype, copy=True if copy else None, order=order)
 
 
 def _backward(self, out_grad=None, retain_graph=False, train_mode=True):
@@ -168,6 +190,9 @@ METHODS: dict = {
     "__getitem__": indexing.getitem, "__setitem__": indexing.setitem, "__iter__": _iter,
     "__contains__": _contains, "__copy__": _shallow_copy, "__deepcopy__": _deepcopy,
     "__reduce__": _reduce,
+    # printing, as NumPy prints (it waits for the values)
+    "__repr__": printing.narray_repr, "__str__": printing.narray_str,
+    "__format__": printing.narray_format,
     # NumPy and the array API on NArrays, DLPack (interop)
     "__array_ufunc__": interop.array_ufunc, "__array_function__": interop.array_function,
     "__array_namespace__": interop.array_namespace, "__dlpack__": interop.dlpack,
@@ -200,12 +225,34 @@ METHODS: dict = {
     # picking elements, diagonals, products
     "take": select.take, "put": select.put, "diagonal": select.diagonal,
     "trace": select.trace, "dot": _dot,
+    # ndarray's memory: settable shape and strides, views reading it as another dtype, flat
+    "shape": property(NArray.shape.fget, attributes.set_shape, doc=NArray.shape.__doc__),
+    "strides": property(NArray.strides.fget, attributes.set_strides,
+                        doc=NArray.strides.__doc__),
+    "view": attributes.view, "getfield": attributes.getfield,
+    "setfield": attributes.setfield, "resize": attributes.resize,
+    "byteswap": attributes.byteswap, "__delitem__": _delitem,
+    "flat": property(iteration.flat_of, iteration.set_flat,
+                     doc="NumPy's flatiter over the elements in C order (settable)."),
+    "__class_getitem__": classmethod(_class_getitem),
+    # values on the host by NumPy 2's copy rules: aliases, bytes, files, pickles (exports)
+    "__array__": exports.array,
+    "__array_interface__": property(exports.array_interface,
+                                    doc=exports.array_interface.__doc__),
+    "item": exports.item, "tobytes": exports.tobytes, "tofile": exports.tofile,
+    "dump": exports.dump, "dumps": exports.dumps,
+    "ctypes": property(exports.ctypes_of, doc=exports.ctypes_of.__doc__),
+    "data": property(exports.data_of, doc=exports.data_of.__doc__),
     # autograd (MXNet Gluon's)
     "attach_grad": autograd.attach_grad, "grad": property(autograd.grad_of),
     "detach": autograd.detach, "backward": _backward,
 }
 """Every operator and method minerva gives NArray beyond ``narray.py``'s own (metadata and
 reading values), by name."""
+
+for _name in [name for name in METHODS if name.startswith("__i") and
+              "__" + name[3:] in METHODS]:  # NumPy's scalars are immutable: s += 1 rebinds
+    METHODS[_name] = scalars.rebinding(METHODS[_name], METHODS["__" + _name[3:]])
 
 for _name, _method in METHODS.items():
     setattr(NArray, _name, _method)

@@ -1,6 +1,8 @@
 """NumPy's set routines: ``isin`` (an op, returns at once), ``unique`` and the array
-API's ``unique_all``, ``unique_counts``, ``unique_inverse`` and ``unique_values``, whose
-results' shapes depend on the values: they wait for the input and compute on the host.
+API's ``unique_all``, ``unique_counts``, ``unique_inverse`` and ``unique_values``, and the
+set operations ``intersect1d``, ``union1d``, ``setdiff1d``, ``setxor1d``, whose results'
+shapes depend on the values: they wait for the inputs and compute on the host. (NumPy 2.4
+has no ``in1d``: ``isin`` replaces it.)
 """
 from __future__ import annotations
 
@@ -45,4 +47,21 @@ unique_all, unique_counts, unique_inverse, unique_values = map(
     _unique_named, ("unique_all", "unique_counts", "unique_inverse", "unique_values"))
 
 
-__all__ = ["isin", "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values"]
+def _host_set(name: str):
+    function = getattr(np, name)
+
+    def host_set(ar1, ar2, *args, **kwargs):
+        result = function(_host(name, ar1), _host(name, ar2), *args, **kwargs)
+        return tuple(upload(r) for r in result) if isinstance(result, tuple) else upload(result)
+    host_set.__name__ = host_set.__qualname__ = name
+    host_set.__doc__ = (f"``numpy.{name}`` (NumPy's keywords). The result's shape depends on "
+                        "the values: this waits for both inputs and computes on the host "
+                        "(NumPy's code), then copies the result onto the current device.")
+    return host_set
+
+intersect1d, union1d, setdiff1d, setxor1d = map(
+    _host_set, ("intersect1d", "union1d", "setdiff1d", "setxor1d"))
+
+
+__all__ = ["intersect1d", "isin", "setdiff1d", "setxor1d", "union1d", "unique", "unique_all",
+           "unique_counts", "unique_inverse", "unique_values"]

@@ -28,6 +28,11 @@ class DTypeError(ShapeError, TypeError):
     integer array); also a TypeError, as NumPy's UFuncTypeError."""
 
 
+class IntegerOverflowError(ShapeError, OverflowError):
+    """A Python integer an op takes does not fit the integer dtype NumPy 2 gives it (NEP 50:
+    ``x_uint8 + 300``, ``x_uint8[0] = -1``); also an OverflowError, as NumPy's."""
+
+
 class JitError(MinervaError):
     """A jitted function cannot be recorded or replayed as asked: a host read while
     recording (``float(x)``, ``to_numpy()``, ``if x:``), a NumPy-generator draw inside it,

@@ -245,11 +245,13 @@ class Device(abc.ABC):
         return array
 
     def view(self, array, view):
-        """``view`` (shape, strides, offset in bytes) of a whole buffer ``array``."""
+        """``view`` (shape, strides, offset in bytes) of a whole buffer ``array``, read as
+        the dtype its strides carry when they do (``ops.views.ReadAs``: ``x.view(dtype)``)."""
         shape, strides, offset = view
+        dtype = getattr(strides, "dtype", array.dtype)
         if 0 in shape:  # no element to see: any place will do
-            return np.ndarray(shape, array.dtype, array, 0)
-        return np.ndarray(shape, array.dtype, array, offset, strides)
+            return np.ndarray(shape, dtype, array, 0)
+        return np.ndarray(shape, dtype, array, offset, strides)
 
     def _copy_in(self, source, out) -> bool:
         """Let the device holding data node ``source`` copy it into ``out`` its own way (a

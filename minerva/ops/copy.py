@@ -32,7 +32,22 @@ def _assign_impl(xp, x, *, out, dtype):
     xp.copyto(out, x, casting="unsafe")
 
 
+def _byteswap_infer(x):
+    return (ArraySpec(x.shape, x.dtype),)
+
+
+def _byteswap_impl(xp, x, *, out):
+    """Each element's bytes reversed (each half of a complex value's), over any ``xp``."""
+    parts = 2 if x.dtype.kind == "c" else 1
+    size = x.dtype.itemsize // parts
+    flat = xp.ascontiguousarray(x.reshape(-1))
+    swapped = flat.view(xp.uint8).reshape(-1, parts, size)[..., ::-1]
+    out[...] = xp.ascontiguousarray(swapped).reshape(-1).view(x.dtype).reshape(x.shape)
+
+
 COPY = register("copy", _copy_infer, _copy_impl, priority=COPY_PRIORITY, elementwise=True)
 ASSIGN = register("assign", _assign_infer, _assign_impl, elementwise=True)
 """``assign(x, dtype=...)`` into ``out=``: NumPy's item assignment, ``x`` broadcast to the
 written view and cast to its ``dtype`` (unsafe casting, as ``a[...] = x``)."""
+BYTESWAP = register("byteswap", _byteswap_infer, _byteswap_impl, elementwise=True)
+"""``x.byteswap()`` (NumPy's method): the bytes of each element reversed (no gradient)."""

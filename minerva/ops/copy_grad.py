@@ -1,11 +1,11 @@
 """Gradient rules of the engine's copies (``ops.copy``), over the injected namespace
 ``ns``: a copy's gradient is the identity; an assignment's is cast back to the value's
-dtype and summed over the axes it was broadcast along."""
+dtype and summed over the axes it was broadcast along; reversing bytes has none."""
 from __future__ import annotations
 
 from minerva.ops import copy  # noqa: F401  (registers the ops these rules are for)
 from minerva.ops.grad_util import unbroadcast
-from minerva.ops.registry import defvjp
+from minerva.ops.registry import defvjp, nondifferentiable
 
 
 def _identity(ns, ctx, g):
@@ -17,3 +17,4 @@ def _assign(ns, ctx, g):
 
 defvjp("copy", _identity)
 defvjp("assign", _assign)
+nondifferentiable("byteswap")

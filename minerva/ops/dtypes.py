@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from minerva.common.errors import DTypeError
+from minerva.common.errors import DTypeError, IntegerOverflowError
 from minerva.ops.registry import ArraySpec, shape_error
 
 _CACHE: dict = {}
@@ -80,11 +80,12 @@ def check_supported(name: str, spec: ArraySpec) -> None:
 
 
 def check_scalar_fits(name: str, dtype: np.dtype, value) -> None:
-    """ShapeError when a Python int cannot be represented in the integer result dtype."""
+    """IntegerOverflowError (an OverflowError, as NumPy 2's) when a Python int cannot be
+    represented in the integer result dtype."""
     if isinstance(value, int) and not isinstance(value, bool) and dtype.kind in "iu":
         info = np.iinfo(dtype)
         if not info.min <= value <= info.max:
-            raise shape_error(name, f"Python integer {value} out of bounds for {dtype}")
+            raise IntegerOverflowError(f"Python integer {value} out of bounds for {dtype}")
 
 
 def _probe_dtype(name, function, operands) -> np.dtype:
@@ -94,7 +95,9 @@ def _probe_dtype(name, function, operands) -> np.dtype:
     except (TypeError, np.exceptions.DTypePromotionError) as exc:
         kinds = ", ".join(str(cache_key(x)) for x in operands)
         raise DTypeError(f"{name}: unsupported operand types ({kinds}): {exc}") from None
-    except (ValueError, OverflowError) as exc:
+    except OverflowError as exc:
+        raise IntegerOverflowError(f"{name}: {exc}") from None
+    except ValueError as exc:
         kinds = ", ".join(str(cache_key(x)) for x in operands)
         raise shape_error(name, f"unsupported operand types ({kinds}): {exc}") from None
     return np.asarray(result).dtype

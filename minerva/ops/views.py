@@ -179,6 +179,63 @@ def _anchor(dtype):
     return anchor
 
 
+# ---- views that read their buffer as another dtype ---------------------------------------
+
+class ReadAs(tuple):
+    """The byte strides of a view that reads its buffer as another dtype than the buffer's
+    (``x.view(dtype)``, ``x.getfield``): a tuple like any strides, so every view function
+    and every copy of a view (a jit plan's) keeps working unchanged, carrying ``dtype``
+    for the devices (``Device.view``, ``read_as``)."""
+
+    def __new__(cls, strides, dtype):
+        strides = super().__new__(cls, strides)
+        strides.dtype = np.dtype(dtype)
+        return strides
+
+
+def read_as(view):
+    """The dtype ``view`` reads its buffer as, or None for the buffer's own."""
+    return None if view is None else getattr(view[1], "dtype", None)
+
+
+def typed(view: tuple, dtype) -> tuple:
+    """``view`` reading its buffer as ``dtype``."""
+    shape, strides, offset = view
+    return shape, ReadAs(strides, dtype), offset
+
+
+def reinterpret(view: tuple, dtype, new_dtype) -> tuple:
+    """The view ``a.view(new_dtype)`` gives of an array of ``dtype`` seen through ``view``,
+    by NumPy's rules on itemsize changes (NumPy's ValueError when it has none)."""
+    shape, strides, offset = view
+    probe = np.lib.stride_tricks.as_strided(_anchor(dtype), shape, strides)
+    reinterpreted = probe.view(new_dtype)
+    return reinterpreted.shape, reinterpreted.strides, offset
+
+
+def field(view: tuple, dtype, new_dtype, offset: int) -> tuple:
+    """The view ``a.getfield(new_dtype, offset)`` gives: the same elements, each read as
+    ``new_dtype`` from ``offset`` bytes into it (NumPy's ValueError when it does not fit)."""
+    new_dtype = np.dtype(new_dtype)
+    limit = np.dtype(dtype).itemsize - new_dtype.itemsize
+    if not 0 <= offset <= limit:
+        raise ValueError(f"Need 0 <= offset <= {limit} for requested type but received "
+                         f"offset = {offset}")
+    shape, strides, start = view
+    return shape, strides, start + offset
+
+
+def within(view: tuple, itemsize: int, nbytes: int) -> bool:
+    """Whether every element of ``view`` lies inside a buffer of ``nbytes`` bytes (NumPy's
+    check of new strides)."""
+    shape, strides, offset = view
+    if 0 in shape:
+        return True
+    low = offset + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+    high = offset + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + itemsize
+    return low >= 0 and high <= nbytes
+
+
 # ---- views as the recorders see them ------------------------------------------------------
 
 def _never(*_args, **_attrs):
@@ -201,11 +258,17 @@ def _strided_infer(x, *, x_view, view):
     return (ArraySpec(tuple(view[0]), x.dtype),)
 
 
+def _dtype_infer(x, *, dtype, view):
+    return (ArraySpec(tuple(view[0]), dtype),)
+
+
 TRANSPOSE = register("view_transpose", _transpose_infer, _never)
 RESHAPE = register("view_reshape", _reshape_infer, _never)
 INDEX = register("view_index", _index_infer, _never)
 BROADCAST = register("view_broadcast", _reshape_infer, _never)
 STRIDED = register("view_strided", _strided_infer, _never)
+VIEW_DTYPE = register("view_dtype", _dtype_infer, _never)
+"""``x.view(dtype)``, ``x.getfield``: the buffer read as another dtype (no gradient)."""
 WRITE_REGION = register("write_region", lambda x, *value, index: (x,), _never)
 """``x[index] = value`` as the recorders see it: the elements of ``x`` at ``index`` now
 come from ``value`` (told on ``x`` itself, whatever view the write went through; the
@@ -213,5 +276,5 @@ write's own op is told too)."""
 
 
 PSEUDO_OPS = frozenset({"view_transpose", "view_reshape", "view_index", "view_broadcast",
-                        "view_strided", "write_region"})
+                        "view_strided", "view_dtype", "write_region"})
 """The names of the definitions above: what recorders are told of, never ops to run."""

@@ -116,6 +116,16 @@ class Engine(DirectPath, Releasing, Waiting, Lifecycle):
         self._refuse_foreign((storage,))
         return self._copy_locked(storage.current, device_id, created_at, ready, dead)
 
+    def share(self, storage) -> Storage:
+        """A second storage holding ``storage``'s current version: a hold on it, as a copy
+        cache's, so the next write to ``storage`` copies first and this one keeps the
+        value in its buffer (a NumPy array aliasing it sees no later write); released as
+        any storage is, when it is dropped."""
+        with self._lock:
+            data = storage.current
+            data.extern_rc += 1
+            return Storage(data, self)
+
     def copy_to(self, storage, device_id: int, created_at) -> Storage:
         """A new storage holding ``storage``'s current value on ``device_id`` (copied at
         most once per value and device, while the value lives)."""

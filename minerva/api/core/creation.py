@@ -117,35 +117,56 @@ def full_like(a, fill_value, dtype=None, shape=None) -> NArray:
 
 
 @placed
-def array(obj, dtype=None, copy=True, order="K") -> NArray:
+def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0) -> NArray:
     """A new array holding ``obj`` (a list, NumPy array, scalar or NArray) on the current
-    device, laid out in memory order ``order`` as NumPy's (``minerva.api.core.layout``);
-    the dtype is inferred as NumPy infers it when not given. ``copy=None`` (or False) returns an
-    NArray itself when no cast and no other layout is needed; ``copy=False`` raises
-    ValueError when another layout is."""
+    device, laid out in memory order ``order`` as NumPy's (``minerva.api.core.layout``),
+    with at least ``ndmin`` dimensions (size-1 axes in front); the dtype is inferred as
+    NumPy infers it when not given. By NumPy 2's copy rules ``copy=None`` returns an NArray
+    itself when no cast and no other layout is needed, and ``copy=False`` never copies: it
+    returns the NArray itself (or a view of it for ``ndmin``) or raises NumPy's ValueError
+    (a cast, another layout, or host data, which minerva always copies onto a device)."""
     order = check_order(order)
     dtype = None if dtype is None else check_dtype(dtype)
     if isinstance(obj, NArray):
-        return _from_narray(obj, dtype, copy, order)
-    if isinstance(obj, (list, tuple)) and _holds_narrays(obj):
-        return _from_narray(_stack_nested(obj, dtype), None, None, order)
-    return upload_in(host_array(obj, "array", dtype), order)
+        result = _from_narray(obj, dtype, copy, order)
+    elif copy is False:
+        raise ValueError(NO_COPY.format(f"host data ({type(obj).__name__}) is always "
+                                         "copied onto a device"))
+    elif isinstance(obj, (list, tuple)) and _holds_narrays(obj):
+        result = _from_narray(_stack_nested(obj, dtype), None, None, order)
+    else:
+        result = upload_in(host_array(obj, "array", dtype), order)
+    return _at_least(result, operator.index(ndmin))
+
+
+NO_COPY = ("Unable to avoid copy while creating an array as requested (copy=False): {}. "
+            "Use copy=None (numpy.asarray) to allow a copy when needed.")
 
 
 def _from_narray(x: NArray, dtype, copy, order: str) -> NArray:
     cast = to_narray(x, "array", dtype)
+    if copy is False and cast is not x:
+        raise ValueError(NO_COPY.format(f"a cast from {x.dtype} to {cast.dtype}"))
     if laid_out_as(cast, order) and (copy is not True or cast is not x):
         return cast
-    if copy is False and cast is x:
-        raise ValueError("Unable to avoid copy while creating an array as requested "
-                         f"(copy=False, order={order!r}): use copy=None to allow one")
+    if copy is False:
+        raise ValueError(NO_COPY.format(f"another memory order ({order!r})"))
     return copy_in(cast, order)
+
+
+def _at_least(x: NArray, ndmin: int) -> NArray:
+    """``x`` with size-1 axes in front up to ``ndmin`` dimensions (a view)."""
+    if ndmin > MAX_DIMS:
+        raise ValueError(f"ndmin bigger than allowable number of dimensions NPY_MAXDIMS "
+                         f"({MAX_DIMS})")
+    return x if x.ndim >= ndmin else reshape(x, (1,) * (ndmin - x.ndim) + x.shape)
 
 
 @placed
 def asarray(obj, dtype=None, order=None, *, copy=None) -> NArray:
     """``obj`` as an NArray: an NArray itself when no cast and no other memory order is
-    needed, else a new array."""
+    needed, else a new array; ``copy=False`` never copies (NumPy's ValueError instead),
+    ``copy=True`` always does."""
     return array(obj, dtype, copy=copy, order=check_order(order))
 
 

@@ -2,22 +2,24 @@
 
 Basic indices (ints, slices, None, Ellipsis) give views: reading one costs no op, writing
 through it writes the base array. An index that picks one element by integers alone gives
-a copy (NumPy gives a scalar). Integer arrays (NArrays, NumPy arrays, lists, ranges) and
-boolean masks are *advanced* indices: reading gathers a copy, writing scatters into the
-array in place. A boolean mask selects the elements of its ``nonzero()``; reading through a
-mask that is an NArray waits for the mask's values, since the result's shape depends on
-them (writing a scalar through it does not wait). Host index arrays are checked against
-the array's bounds at once; NArray indices when the op runs. ``nonzero`` gives the integer
-arrays of a mask; ``take_axis`` gathers along one axis, ``device_indices`` checks NArray
-index values.
+a copy marked as a NumPy scalar (``minerva.api.core.scalars``), as NumPy gives a scalar.
+Integer arrays (NArrays, NumPy arrays, lists, ranges) and boolean masks are *advanced*
+indices: reading gathers a copy, writing scatters into the array in place. A boolean
+mask selects the elements of its ``nonzero()``; reading through a mask that is an NArray
+waits for the mask's values, since the result's shape depends on them (writing a scalar
+through it does not wait). Host index arrays are checked against the array's bounds at
+once; NArray indices when the op runs. ``nonzero`` gives the integer arrays of a mask;
+``take_axis`` gathers along one axis, ``device_indices`` checks NArray index values.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from minerva.api.core.manipulation import explicit_view, view_of
+from minerva.api.core.scalars import numpy_scalar
 from minerva.builder import COPY, build, note_write, same_buffer, to_narray, upload
-from minerva.common.errors import DTypeError, ShapeError, ShapeIndexError
+from minerva.common.errors import (DTypeError, IntegerOverflowError, ShapeError,
+                                   ShapeIndexError)
 from minerva.narray import NArray
 from minerva.ops import registry, views
 from minerva.ops.elementwise import ARRAY, fits
@@ -34,10 +36,13 @@ def getitem(x: NArray, key):
         view = views.index(explicit_view(x), items)
         result = view_of(x, view, views.INDEX, {"index": items, "shape": view[0]})
         if views.is_scalar_index(items, x.ndim):
-            return build(COPY, [result])
+            return numpy_scalar(build(COPY, [result]))
         return result
     layout, arrays = _advanced(x, items)
-    return build(TAKE, [x] + arrays, {"layout": layout})
+    result = build(TAKE, [x] + arrays, {"layout": layout})
+    if not result.ndim and all(item is not Ellipsis for item in items):
+        numpy_scalar(result)  # picked by integers and 0-d integer arrays alone
+    return result
 
 
 def setitem(x: NArray, key, value) -> None:
@@ -133,11 +138,17 @@ def _index_of(layout: tuple, arrays: list) -> tuple:
 
 def check_writable(target: NArray) -> None:
     """ValueError, as NumPy's, when ``target`` is read-only (a broadcast view, a view of
-    one) or several of its elements are one element of memory."""
-    view = target._view
-    if target._readonly or view is not None and 0 not in view[0] and any(
-            s == 0 and n > 1 for n, s in zip(view[0], view[1])):
+    one, an array whose ``flags.writeable`` was turned off)."""
+    if target._readonly:
         raise ValueError("assignment destination is read-only")
+
+
+def host_element(x: NArray, value):
+    """One element of ``x`` as iterating over ``x`` gives it (``for v in x`` over a 1-D
+    array, ``x.flat``, ``ndenumerate``), from ``value``, that element already read on the
+    host (``minerva.api.core.iteration`` reads the array once): NumPy's scalar of it, as
+    NumPy's iteration yields. The one place that decides what an iterated element is."""
+    return value
 
 
 def _is_scalar(value) -> bool:
@@ -151,8 +162,11 @@ def _converted(dtype, value):
     probe = np.empty((), dtype)
     try:
         probe[()] = value
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ShapeError(f"cannot assign {value!r} to an array of {dtype}: {exc}") from None
+    except OverflowError as exc:  # NumPy 2: a Python int out of the dtype's range
+        raise IntegerOverflowError(f"{exc}") from None
+    except (TypeError, ValueError) as exc:
+        kind = DTypeError if isinstance(exc, TypeError) else ShapeError
+        raise kind(f"cannot assign {value!r} to an array of {dtype}: {exc}") from None
     return probe[()]
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from minerva.api.core.arguments import as_int, axis_index, axis_tuple
 from minerva.builder import SEAM, build, note_view, to_narray
 from minerva.common.errors import ShapeError
-from minerva.narray import NArray
+from minerva.narray import BaseLink, NArray
 from minerva.ops import registry, views
 from minerva.ops.manipulation import resolve_shape
 from minerva.ops.registry import ArraySpec
@@ -33,16 +33,25 @@ _ALL = slice(None)
 # ---- views ----------------------------------------------------------------------------
 
 def view_of(x: NArray, view: tuple, view_def=None, attrs=None,
-            readonly: bool = False) -> NArray:
+            readonly: bool = False, dtype=None) -> NArray:
     """A handle on ``x``'s storage seeing ``view`` (shape, strides, offset in bytes), told
     to the op-building seam as ``view_def`` with ``attrs`` (by default the generic strided
     view, whose gradient maps elements back through the two views). A view of a read-only
-    view is read-only too."""
+    view is read-only too. Its elements are of ``x``'s dtype, or ``dtype`` (a view reading
+    the buffer as another dtype: ``x.view(dtype)``). Its ``base`` is the array owning the
+    data, as NumPy's."""
     storage = x._storage
-    spec = ArraySpec(view[0], x.dtype)
-    result = NArray(storage, views.normalized(storage.current.spec, view), spec)
+    dtype = x.dtype if dtype is None else dtype
+    spec = ArraySpec(view[0], dtype)
+    buffer_spec = storage.current.spec
+    if dtype == buffer_spec.dtype:
+        seen = views.normalized(buffer_spec, (view[0], tuple(view[1]), view[2]))
+    else:
+        seen = views.typed(view, dtype)
+    result = NArray(storage, seen, spec)
     result._readonly = readonly or x._readonly
     result._owndata = False
+    result._base = BaseLink(x) if x._base is None else x._base
     if SEAM.hooks:
         if view_def is None:
             view_def, attrs = views.STRIDED, {"x_view": explicit_view(x), "view": view}
@@ -56,11 +65,13 @@ def explicit_view(x: NArray) -> tuple:
 
 def reshape(a, shape, order="C", *, copy=None) -> NArray:
     """``a`` in a new ``shape`` (an int or tuple; one entry may be -1): a view when NumPy
-    makes one without copying, else a copy (``copy=True`` always copies)."""
+    makes one without copying, else a copy (``copy=True`` always copies). ``order`` is
+    NumPy's: ``'F'`` reads and places the elements with the first index fastest (the C
+    reshape of the transposes), ``'A'`` is F for an F- and not C-contiguous array."""
     x = to_narray(a, "reshape")
-    if order != "C":
-        raise ValueError(f"reshape: only order='C' is supported, got {order!r}")
     shape = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
+    if _index_order("reshape", x, order) == "F":
+        return transpose(reshape(transpose(x), shape[::-1], copy=copy))
     shape = resolve_shape("reshape", x._spec, shape)
     view = None if copy else views.reshape(explicit_view(x), x.dtype, shape)
     if view is not None:
@@ -70,8 +81,29 @@ def reshape(a, shape, order="C", *, copy=None) -> NArray:
     return build(_OPS("reshape"), [x], {"shape": shape})
 
 def ravel(a, order="C") -> NArray:
-    """``a`` flattened: a view when its elements are contiguous, else a copy."""
-    return reshape(a, (-1,), order)
+    """``a`` flattened, its elements read in NumPy's ``order`` (``'K'``: as they lie in
+    memory): a view when they are contiguous in that order, else a copy."""
+    x = to_narray(a, "ravel")
+    if order != "K":
+        return reshape(x, (-1,), _index_order("ravel", x, order, "CFA"))
+    if x.ndim < 2 or 0 in x.shape:
+        return reshape(x, (-1,))
+    return reshape(transpose(x, views.memory_order(explicit_view(x))), (-1,))
+
+
+def _index_order(name: str, x: NArray, order, allowed: str = "CFA") -> str:
+    """``'C'`` or ``'F'``: the index order NumPy's ``order`` argument stands for."""
+    if order is None:
+        return "C"
+    if not isinstance(order, str) or order not in allowed:
+        raise ValueError(f"{name}: order must be one of {', '.join(allowed)} (got "
+                         f"{order!r})")
+    if order == "A":
+        shape, strides, offset = explicit_view(x)
+        f = views.is_contiguous((shape[::-1], strides[::-1], offset), x.itemsize)
+        return "F" if f and not views.is_contiguous((shape, strides, offset), x.itemsize) \
+            else "C"
+    return order
 
 def transpose(a, axes=None) -> NArray:
     """A view of ``a`` with its axes permuted by ``axes`` (reversed when None)."""
@@ -89,7 +121,7 @@ def in_memory_order(buffer: NArray, order: tuple) -> NArray:
     array NumPy makes in that memory order (``copy(order='F')`` …), owning its data."""
     inverse = tuple(sorted(range(len(order)), key=order.__getitem__))
     result = _permuted(buffer, inverse)
-    result._owndata = True
+    result._owndata, result._base = True, None
     return result
 
 permute_dims = transpose

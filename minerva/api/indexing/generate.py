@@ -1,5 +1,6 @@
-"""NumPy's index tricks and index arrays: ``r_``, ``c_``, ``s_``, ``index_exp``, ``ix_``
-and ``indices`` (the grids ``mgrid``, ``ogrid`` and ``meshgrid`` are creation's).
+"""NumPy's index tricks and index arrays: ``r_``, ``c_``, ``s_``, ``index_exp``, ``ix_``,
+``indices``, ``unravel_index`` and ``ravel_multi_index`` (the grids ``mgrid``, ``ogrid``
+and ``meshgrid`` are creation's).
 
 ``r_``/``c_`` translate slices (``1:4``, ``0:1:5j`` for ``linspace``-like steps), scalars
 and arrays into one concatenation, with NumPy's directives (``'0,2,1'``); the matrix
@@ -16,6 +17,7 @@ from minerva.narray import NArray
 from minerva.ops import registry
 
 _INDICES = registry.get("indices")
+_UNRAVEL, _RAVEL = registry.get("unravel_index"), registry.get("ravel_multi_index")
 
 
 class AxisConcatenator:
@@ -147,4 +149,40 @@ def indices(dimensions, dtype=int, sparse=False):
     return tuple(result)
 
 
-__all__ = ["c_", "index_exp", "indices", "ix_", "r_", "s_"]
+def unravel_index(indices, shape, order="C"):
+    """``numpy.unravel_index``: the index per axis of each flat position in an array of
+    ``shape``. Host positions (ints, lists, NumPy arrays) are computed at once by NumPy
+    (ints give NumPy's ints, arrays NArrays), with NumPy's errors; an NArray of positions
+    is one op (a position out of bounds fails it when it runs)."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if not isinstance(indices, NArray):
+        result = np.unravel_index(indices, shape, order=order)
+        return result if np.ndim(indices) == 0 else tuple(upload(r) for r in result)
+    _check_index_order(order)
+    stacked = build(_UNRAVEL, [indices], {"shape": shape, "order": order})
+    return tuple(stacked[axis] for axis in range(len(shape)))
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    """``numpy.ravel_multi_index``: the flat positions of indices per axis (a sequence,
+    one per axis of ``dims``) under ``mode`` (``'raise' 'wrap' 'clip'``, or one per axis).
+    Host indices are computed at once by NumPy, with NumPy's errors; NArray indices are
+    one op (an index out of bounds with ``'raise'`` fails it when it runs)."""
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    parts = list(multi_index)
+    if not any(isinstance(part, NArray) for part in parts):
+        result = np.ravel_multi_index(tuple(parts), dims, mode=mode, order=order)
+        return result if np.ndim(result) == 0 else upload(result)
+    _check_index_order(order)
+    arrays = [to_narray(part, "ravel_multi_index") for part in parts]
+    modes = mode if isinstance(mode, str) else tuple(mode)
+    return build(_RAVEL, arrays, {"dims": dims, "mode": modes, "order": order})
+
+
+def _check_index_order(order) -> None:
+    if order not in ("C", "F"):
+        raise ValueError("only 'C' or 'F' order is permitted")
+
+
+__all__ = ["c_", "index_exp", "indices", "ix_", "r_", "ravel_multi_index", "s_",
+           "unravel_index"]

@@ -131,7 +131,14 @@ class GpuDevice(Launching, Device):
         super().free(block)
 
     def view(self, array, view):
-        """``view`` (shape, strides, offset in bytes) of a whole device buffer ``array``."""
+        """``view`` (shape, strides, offset in bytes) of a whole device buffer ``array``;
+        a view reading it as another dtype (``ops.views.ReadAs``) of the same itemsize."""
+        dtype = getattr(view[1], "dtype", None)
+        if dtype is not None and dtype != array.dtype:
+            if dtype.itemsize != array.dtype.itemsize:
+                raise TypeError("a view reading a GPU buffer as a dtype of another itemsize "
+                                "is not supported; copy it to a CPU device first")
+            array = array.view(dtype)
         return self.layer.strided(array, *view)
 
     def event_of(self, block):
