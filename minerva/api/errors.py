@@ -7,9 +7,9 @@ from __future__ import annotations
 from numpy import errstate, geterr, geterrcall, seterr, seterrcall
 
 from minerva.common.errors import (
-    CancelledError, DeviceError, DTypeError, JitError, MinervaError, OpError, OutOfMemoryError,
-    ShapeError, WaitTimeoutError)
+    CancelledError, DeviceError, DTypeError, IntegerOverflowError, JitError, MinervaError,
+    OpError, OutOfMemoryError, ShapeError, WaitTimeoutError)
 
-__all__ = ["CancelledError", "DTypeError", "DeviceError", "JitError", "MinervaError",
-           "OpError", "OutOfMemoryError", "ShapeError", "WaitTimeoutError", "errstate",
-           "geterr", "geterrcall", "seterr", "seterrcall"]
+__all__ = ["CancelledError", "DTypeError", "DeviceError", "IntegerOverflowError", "JitError",
+           "MinervaError", "OpError", "OutOfMemoryError", "ShapeError", "WaitTimeoutError",
+           "errstate", "geterr", "geterrcall", "seterr", "seterrcall"]
