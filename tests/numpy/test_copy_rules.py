@@ -12,8 +12,10 @@ import pytest
 
 import minerva as mv
 from minerva.api.core.exports import HostExport
+from minerva.device import gpu
 from tests.conftest import ENGINES, start_engine
 from tests.numpy.test_ndarray import check, outcome, same_as_numpy
+from tests.support.fake_cuda import FakeCuda
 
 
 def pointer(a: np.ndarray) -> int:
@@ -240,3 +242,42 @@ def test_from_dlpack_with_copy_false_never_copies(engine):
     y = mv.from_dlpack(x, copy=True)
     y += 1
     check(x, np.arange(3.0))
+
+
+# ---- a GPU device (on the CUDA test double) ---------------------------------------------------
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """The current device: a GPU device over the CUDA test double."""
+    layer = FakeCuda()
+    monkeypatch.setattr(gpu, "load_cuda_layer", lambda: layer)
+    mv.init()
+    mv.set_device(mv.create_gpu_device(0))
+    yield
+    mv.shutdown(timeout=30)
+    layer.close()
+
+
+def test_a_gpu_array_is_copied_to_the_host_and_never_aliased(fake_gpu):
+    x = mv.array(np.arange(4.0))
+    assert not hasattr(x, "__array_interface__")  # NumPy asks __array__, which copies
+    values = np.asarray(x)
+    assert values.flags.writeable
+    np.testing.assert_array_equal(values, np.arange(4.0))
+    for call in (lambda: np.asarray(x, copy=False), lambda: x.__array__(copy=False)):
+        with pytest.raises(ValueError, match="Unable to avoid copy"):
+            call()
+    with pytest.raises(BufferError):
+        x.__dlpack__(copy=False)
+    assert list(x) == list(np.arange(4.0))
+
+
+def test_a_gpu_view_reads_another_dtype_of_its_itemsize(fake_gpu):
+    host = np.arange(4.0)
+    x = mv.array(host)
+    check(x.view(np.int64), host.view(np.int64))
+    x.view(np.int64)[0] = 5
+    host.view(np.int64)[0] = 5
+    check(x, host)
+    with pytest.raises(TypeError, match="same itemsize"):
+        x.view(np.uint8)
