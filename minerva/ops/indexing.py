@@ -5,7 +5,8 @@ Ellipsis, by NumPy's rules; taking and putting along an axis (``take_along_axis`
 
 An index is a ``layout``: a tuple of ints, slices, None, Ellipsis and ``ARRAY`` where the
 next index array (an op input) goes. Boolean masks arrive as the integer arrays of their
-``nonzero()``, which index the same elements in the same order.
+``nonzero()``, which index the same elements in the same order; a 0-d boolean stays a
+Python bool (``scalar_masks``).
 """
 from __future__ import annotations
 
@@ -16,12 +17,15 @@ import numpy as np
 from minerva.common.errors import ShapeIndexError
 from minerva.ops.elementwise import ARRAY, fits, mixed_args, ufunc_function
 from minerva.ops.registry import ArraySpec, register, shape_error
+from minerva.ops import scalar_masks
 
 
 def advanced_shape(shape: tuple, items: tuple) -> tuple:
     """The shape of ``a[items]`` for ``a`` of ``shape``: ``items`` hold ints, slices, None,
-    Ellipsis and ArraySpecs (integer index arrays)."""
+    Ellipsis, 0-d booleans (``scalar_masks``) and ArraySpecs (integer index arrays)."""
     items = _expand(items, len(shape))
+    axes, items = scalar_masks.resolve(items, len(shape), lambda n: ArraySpec((n,), np.intp))
+    shape = scalar_masks.with_axes(shape, axes)
     arrays = [it.shape for it in items if isinstance(it, ArraySpec)]
     try:
         broadcast = tuple(np.broadcast_shapes(*arrays)) if arrays else ()
@@ -59,18 +63,21 @@ def _is_advanced(item) -> bool:
                                            and not isinstance(item, slice))
 
 
-def _expand(items: tuple, ndim: int) -> tuple:
-    n_real = sum(1 for it in items if it is not None and it is not Ellipsis)
+def _expand(items: tuple, ndim: int, values: tuple | None = None) -> tuple:
+    """``values`` (``items`` when None; an index with ``items``'s layout) with its
+    Ellipsis, or what it leaves out at the end, as full slices for an array of ``ndim``."""
+    values = items if values is None else values
+    n_real = sum(1 for it in items if scalar_masks.consumes_axis(it))
     if n_real > ndim:
         raise ShapeIndexError(f"too many indices for array: array is {ndim}-dimensional, "
                               f"but {n_real} were indexed")
-    if sum(1 for it in items if it is Ellipsis) > 1:
+    ellipses = [i for i, it in enumerate(items) if it is Ellipsis]
+    if len(ellipses) > 1:
         raise ShapeIndexError("an index can only have a single ellipsis ('...')")
     fill = (slice(None),) * (ndim - n_real)
-    if Ellipsis in items:
-        at = next(i for i, it in enumerate(items) if it is Ellipsis)
-        return items[:at] + fill + items[at + 1:]
-    return items + fill
+    if ellipses:
+        return values[:ellipses[0]] + fill + values[ellipses[0] + 1:]
+    return values + fill
 
 
 def _check_int(i: int, n: int, axis: int) -> None:
@@ -89,7 +96,7 @@ def check_index_array(values: np.ndarray, shape: tuple, layout: tuple, slot: int
 
 
 def _axis_of(layout: tuple, slot: int, ndim: int) -> int:
-    n_real = sum(1 for it in layout if it is not None and it is not Ellipsis)
+    n_real = sum(1 for it in layout if scalar_masks.consumes_axis(it))
     axis, seen = 0, 0
     for item in layout:
         if item is Ellipsis:
@@ -99,7 +106,7 @@ def _axis_of(layout: tuple, slot: int, ndim: int) -> int:
                 return axis
             seen += 1
             axis += 1
-        elif item is not None:
+        elif scalar_masks.consumes_axis(item):
             axis += 1
     raise IndexError("internal: index slot not found")
 
@@ -108,8 +115,18 @@ def _take_infer(x, *indices, layout):
     return (ArraySpec(advanced_shape(x.shape, tuple(mixed_args(layout, indices))), x.dtype),)
 
 
+def native_index(xp, x, layout: tuple, indices):
+    """``(array, index)`` for ``xp`` to index: ``x[layout with indices]`` is
+    ``array[index]`` (0-d booleans become integer arrays over new axes of ``x``)."""
+    index = tuple(mixed_args(layout, indices))
+    if not any(scalar_masks.is_scalar_mask(item) for item in index):
+        return x, index
+    return scalar_masks.native(xp, x, _expand(layout, x.ndim, index))
+
+
 def _take_impl(xp, x, *indices, out, layout):
-    out[...] = x[tuple(mixed_args(layout, indices))]
+    x, index = native_index(xp, x, layout, indices)
+    out[...] = x[index]
 
 
 def _put_infer(*specs, layout, value, shape, dtype):
@@ -129,7 +146,8 @@ def _check_fits(value_shape: tuple, target: tuple) -> None:
 def _put_impl(xp, *arrays, out, layout, value, shape, dtype):
     if value is ARRAY:
         value, arrays = arrays[0], arrays[1:]
-    out[tuple(mixed_args(layout, arrays))] = value
+    target, index = native_index(xp, out, layout, arrays)
+    target[index] = value
 
 
 def _scatter_add_infer(*specs, layout, shape, dtype):
@@ -138,7 +156,7 @@ def _scatter_add_infer(*specs, layout, shape, dtype):
 
 
 def _scatter_add_impl(xp, values, *indices, out, layout, shape, dtype):
-    xp.add.at(out, tuple(mixed_args(layout, indices)), values)
+    xp.add.at(*native_index(xp, out, layout, indices), values)
 
 
 def _ufunc_at_infer(*specs, name, **attrs):
@@ -149,7 +167,7 @@ def _ufunc_at_impl(xp, *arrays, out, name, layout, value, shape, dtype):
     """``numpy.<name>.at(out, index, value)`` (``value`` None for a one-operand ufunc)."""
     if value is ARRAY:
         value, arrays = arrays[0], arrays[1:]
-    index = tuple(mixed_args(layout, arrays))
+    out, index = native_index(xp, out, layout, arrays)
     operands = () if value is None else (value,)
     if xp is np and hasattr(np, name):
         getattr(np, name).at(out, index, *operands)

@@ -5,13 +5,16 @@ through it writes the base array. An index that picks one element by integers al
 a copy marked as a NumPy scalar (``minerva.api.core.scalars``), as NumPy gives a scalar.
 Integer arrays (NArrays, NumPy arrays, lists, ranges) and boolean masks are *advanced*
 indices: reading gathers a copy, writing scatters into the array in place. A boolean
-mask selects the elements of its ``nonzero()``; reading through a mask that is an NArray
+mask selects the elements of its ``nonzero()`` (a 0-d one adds an axis of length 1 or 0,
+as NumPy's; ``minerva.ops.scalar_masks``); reading through a mask that is an NArray
 waits for the mask's values, since the result's shape depends on them (writing a scalar
 through it does not wait). Host index arrays are checked against the array's bounds at
 once; NArray indices when the op runs. ``nonzero`` gives the integer arrays of a mask;
 ``take_axis`` gathers along one axis, ``device_indices`` checks NArray index values.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -21,7 +24,7 @@ from minerva.builder import COPY, build, note_write, same_buffer, to_narray, upl
 from minerva.common.errors import (DTypeError, IntegerOverflowError, ShapeError,
                                    ShapeIndexError)
 from minerva.narray import NArray
-from minerva.ops import registry, views
+from minerva.ops import registry, scalar_masks, views
 from minerva.ops.elementwise import ARRAY, fits
 from minerva.ops.indexing import PUT, SCATTER_ADD, TAKE, check_index_array
 
@@ -180,9 +183,8 @@ def _advanced(x: NArray, items: tuple, keep_masks: bool = False):
     for item in items:
         if item is None or item is Ellipsis or isinstance(item, slice):
             layout.append(item)
-        elif isinstance(item, (bool, np.bool_)):
-            raise ShapeIndexError("boolean scalar indices are not supported; use a "
-                                  "boolean array or None")
+        elif _is_scalar_mask(item):
+            layout.append(_scalar_mask_value(item))
         elif isinstance(item, (int, np.integer)):
             layout.append(int(item))
         elif isinstance(item, NArray) and (item.dtype != np.bool_ or keep_masks):
@@ -195,10 +197,41 @@ def _advanced(x: NArray, items: tuple, keep_masks: bool = False):
                 host.append((len(arrays), part))
                 arrays.append(None)
     layout = tuple(layout)
+    checked = _picks_any(layout, arrays, host)
     for slot, values in host:
-        check_index_array(values, x.shape, layout, slot)
+        if checked:
+            check_index_array(values, x.shape, layout, slot)
         arrays[slot] = upload(values)
     return layout, arrays
+
+
+def _picks_any(layout: tuple, arrays: list, host: list) -> bool:
+    """Whether the index arrays broadcast to a non-empty shape: NumPy checks the bounds
+    of the indices it uses, so none when they pick no element (``x[[5], []]``) or do not
+    broadcast (the shape error comes first)."""
+    if any(a is not None and a.dtype == np.bool_ for a in arrays):
+        return True  # an NArray mask: how many it picks is not known here
+    shapes = [a.shape for a in arrays if a is not None] + [v.shape for _, v in host]
+    shapes += [(int(item),) for item in layout if scalar_masks.is_scalar_mask(item)]
+    try:
+        return math.prod(np.broadcast_shapes(*shapes)) > 0
+    except ValueError:
+        return False
+
+
+def _is_scalar_mask(item) -> bool:
+    """Whether an index item is a 0-d boolean (a Python or NumPy bool, a 0-d bool array)."""
+    if isinstance(item, (bool, np.bool_)):
+        return True
+    return isinstance(item, (NArray, np.ndarray)) and item.ndim == 0 and (
+        item.dtype == np.bool_)
+
+
+def _scalar_mask_value(item) -> bool:
+    """A 0-d boolean index as the Python bool a layout holds (an NArray is read: waits)."""
+    if isinstance(item, NArray):
+        item = item.to_numpy()
+    return bool(item)
 
 
 def _index_arrays(x: NArray, item, layout: list) -> tuple:
@@ -211,7 +244,7 @@ def _index_arrays(x: NArray, item, layout: list) -> tuple:
     _check_index_dtype(values.dtype)
     if values.dtype != np.bool_:
         return (values.astype(np.intp, copy=False),)
-    axis = sum(1 for it in layout if it is not None and it is not Ellipsis)
+    axis = sum(1 for it in layout if scalar_masks.consumes_axis(it))
     if Ellipsis in layout or x.shape[axis:axis + values.ndim] != values.shape:
         _check_mask_shape(x, values, layout)
     return tuple(p.astype(np.intp, copy=False) for p in np.nonzero(values))
@@ -221,7 +254,7 @@ def _check_mask_shape(x: NArray, mask: np.ndarray, layout: list) -> None:
     if Ellipsis in layout:
         raise ShapeIndexError("a boolean mask after an Ellipsis is not supported; index "
                               "without the Ellipsis")
-    axis = sum(1 for it in layout if it is not None)
+    axis = sum(1 for it in layout if scalar_masks.consumes_axis(it))
     for i, n in enumerate(mask.shape):
         size = x.shape[axis + i] if axis + i < x.ndim else None
         if size != n:
