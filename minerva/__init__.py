@@ -21,9 +21,12 @@ _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from minerva import autograd, linalg, nn, optim, profiler, random  # noqa: E402,F401
 from minerva import emath, fft, lib  # noqa: E402,F401
+from minerva import array_api as _array_api  # noqa: E402  (what __array_namespace__ gives)
+from minerva import einops_backend as _einops_backend  # noqa: E402,F401  (einops finds it)
 from minerva import runtime as _runtime  # noqa: E402
 from minerva.api import dtypes  # noqa: E402
 from minerva.api import fallback as _fallback  # noqa: E402
+from minerva.api import io as _io  # noqa: E402
 from minerva.api import printing as _printing  # noqa: E402
 from minerva.api import methods as _methods  # noqa: E402,F401  (NArray's methods, installed)
 from minerva.api import (  # noqa: E402
@@ -45,7 +48,7 @@ CHAPTERS = (
     _fallback,  # first: a chapter's own version of a name wins
     _core_manipulation, _core_indexing, _core_creation, _ufuncs, _elementwise, _reductions,
     _creation, _select, _generate, _iterating, _shaping, _joins, _views, _sorting, _sets, _logic,
-    _statistics, dtypes, _errors, _interop, _products, _runtime, _printing)
+    _statistics, dtypes, _errors, _interop, _products, _runtime, _printing, _io)
 """The modules whose ``__all__`` make minerva's namespace."""
 
 NAMES = {name: getattr(chapter, name) for chapter in CHAPTERS for name in chapter.__all__}
@@ -57,7 +60,7 @@ __all__ = sorted(set(NAMES) | {"NArray", "ndarray", "jit", "JitError", "autograd
                                "nn", "optim", "profiler", "random", "dtypes", "fft",
                                "emath", "lib"})
 autograd.install(_sys.modules[__name__])
-_interop.install(globals(), NAMES, _fallback.host_function)
+_interop.install(globals(), NAMES, _fallback.host_function, _array_api)
 NArray.__getattr__ = _fallback.narray_attribute  # numpy.ndarray's names NArray lacks
 
 

@@ -51,16 +51,20 @@ _KDL_CPU, _KDL_CUDA = 1, 2
 _namespace: dict = {}
 _names: dict = {}
 _host_fallback = None
+_consumer_namespace = None
 
 
-def install(module_globals: dict, names: dict, host_fallback=None) -> None:
+def install(module_globals: dict, names: dict, host_fallback=None,
+            consumer_namespace=None) -> None:
     """Hand interop the ``minerva`` package's namespace: its module globals (live, with
     ``__name__``) and the names it finds through ``__getattr__`` (``minerva/__init__.py``
     calls this); dispatch looks NumPy's names up in them at call time.
     ``host_fallback(func)`` makes the host fallback of a NumPy function found in no
-    namespace of minerva's."""
-    global _namespace, _names, _host_fallback
+    namespace of minerva's; ``consumer_namespace`` is what ``__array_namespace__`` gives
+    (``minerva.array_api``; the package itself when None)."""
+    global _namespace, _names, _host_fallback, _consumer_namespace
     _namespace, _names, _host_fallback = module_globals, names, host_fallback
+    _consumer_namespace = consumer_namespace
 
 
 def namespace_module() -> _types.ModuleType:
@@ -161,7 +165,9 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if any(_overrides_ufuncs(x) for x in inputs) or not all(
             o is None or isinstance(o, (NArray, np.ndarray)) for o in outs):
         return NotImplemented
-    function = lookup("numpy", ufunc.__name__)
+    function = lookup("numpy", ufunc.__name__) if _is_numpys(ufunc) else None
+    if function is None and _host_fallback is not None:  # scipy.special.erf, str_len ...
+        function = _host_fallback(ufunc)
     if function is None:
         raise _unsupported(f"numpy.{ufunc.__name__}")
     if method != "__call__":
@@ -179,6 +185,13 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
             *inputs, out=_single(out), **kwargs)
     _through_copies(lambda copies: function(*inputs, out=_single(copies), **kwargs), out)
     return _single(out)
+
+
+def _is_numpys(ufunc) -> bool:
+    """Whether ``ufunc`` is NumPy's ufunc of its name (``numpy.log1p``), which minerva's
+    function of that name stands for; another library's (``scipy.special.log1p``, with
+    its own kernels) runs through the host fallback."""
+    return getattr(np, ufunc.__name__, None) is ufunc
 
 
 def _stand_in(x):
@@ -211,11 +224,12 @@ def _single(out):
 # ---- the array API and DLPack ---------------------------------------------------------------
 
 def array_namespace(self, api_version=None):
-    """The array API namespace of NArrays: the ``minerva`` module."""
+    """The array API namespace of NArrays, made for array-API consumers:
+    ``minerva.array_api`` (the ``minerva`` namespace with ``unique_values`` sorted)."""
     if api_version is not None and api_version not in API_VERSIONS:
         raise ValueError(f"minerva does not know array API version {api_version!r}; "
                          f"known versions: {', '.join(API_VERSIONS)}")
-    return namespace_module()
+    return _consumer_namespace or namespace_module()
 
 
 def dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):

@@ -132,10 +132,14 @@ def test_names_of_submodules():
 
 # ---- the array API namespace and DLPack -------------------------------------------------------
 
-def test_array_namespace_is_minerva(engine):
+def test_array_namespace_is_minerva_for_consumers(engine):
     x = mv.ones((2, 3))
-    assert x.__array_namespace__() is mv
-    assert x.__array_namespace__(api_version="2023.12") is mv
+    xp = x.__array_namespace__()
+    assert xp is mv.array_api and x.__array_namespace__(api_version="2023.12") is xp
+    assert xp.matmul is mv.matmul and xp.linalg is mv.linalg
+    assert xp.__array_api_version__ == mv.__array_api_version__
+    values = np.array([3, 1, 2, 1, 0, 5, 40, -7])
+    assert np.array_equal(xp.unique_values(mv.array(values)).to_numpy(), np.unique(values))
     with pytest.raises(ValueError, match="array API version"):
         x.__array_namespace__(api_version="1999.01")
 

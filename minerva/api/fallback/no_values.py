@@ -65,8 +65,10 @@ def _overlapping(a: NArray, b: NArray) -> bool:
 
 def may_share_memory(a, b, /, max_work=0) -> bool:
     """Whether ``a`` and ``b`` might share memory, as ``numpy.may_share_memory``: two
-    NArrays when they see one storage and their byte extents in it overlap; an NArray
-    never shares memory with another object. Never waits."""
+    NArrays when they see one storage and their byte extents in it overlap; an NArray and
+    a NumPy array when the NumPy array is over the buffer of the NArray's computed value
+    (``numpy.asarray(x)``'s alias: scikit-learn's ``check_array(copy=True)`` asks this);
+    an NArray never shares memory with another object. Never waits."""
     if isinstance(a, NArray) and isinstance(b, NArray):
         if max_work == 0 or not _overlapping(a, b):  # NumPy's default: the bounds
             return _overlapping(a, b)
@@ -75,7 +77,7 @@ def may_share_memory(a, b, /, max_work=0) -> bool:
         except np.exceptions.TooHardError:
             return True
     if isinstance(a, NArray) or isinstance(b, NArray):
-        return False
+        return _with_host_array(np.may_share_memory, a, b, max_work)
     return np.may_share_memory(a, b, max_work=max_work)
 
 
@@ -88,8 +90,25 @@ def shares_memory(a, b, /, max_work=-1) -> bool:
             return False
         return np.shares_memory(*_laid_out(a, b), max_work=max_work)
     if isinstance(a, NArray) or isinstance(b, NArray):
-        return False
+        return _with_host_array(np.shares_memory, a, b, max_work)
     return np.shares_memory(a, b, max_work=max_work)
+
+
+def _with_host_array(numpy_answer, a, b, max_work) -> bool:
+    """NumPy's ``numpy_answer`` (``may_share_memory`` or ``shares_memory``) for an NArray
+    and another object: the NArray seen as a NumPy array over its current value's buffer
+    when that value is computed on the host (the only memory a NumPy array can share with
+    it, through an alias), else False. Never waits."""
+    x, other = (a, b) if isinstance(a, NArray) else (b, a)
+    if not isinstance(other, np.ndarray):
+        return False
+    buffer = getattr(storage_of(x).current, "array", None)
+    if not isinstance(buffer, np.ndarray) or not np.may_share_memory(buffer, other):
+        return False
+    shape_, strides, offset = explicit_view(x)
+    raw = buffer.reshape(-1).view(np.uint8)
+    view = np.ndarray(shape_, x.dtype, raw, 0 if 0 in shape_ else offset, strides)
+    return bool(numpy_answer(view, other, max_work=max_work))
 
 
 def _laid_out(a: NArray, b: NArray) -> tuple:
