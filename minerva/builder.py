@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import threading
 
 import numpy as np
@@ -333,14 +334,29 @@ def on_device(device_id):
 
 def placed(function):
     """``function`` taking a ``device=`` keyword (the array API's and NumPy 2's): its
-    result is made on that device."""
+    result is made on that device. Its signature shows the keyword, keyword-only and
+    first of those, as NumPy's."""
     @functools.wraps(function)
     def wrapper(*args, device=None, **kwargs):
         if device is None:
             return function(*args, **kwargs)
         with on_device(device):
             return function(*args, **kwargs)
+    wrapper.__signature__ = _with_device_keyword(inspect.signature(function))
     return wrapper
+
+
+def _with_device_keyword(signature: inspect.Signature) -> inspect.Signature:
+    """``signature`` with a keyword-only ``device=None`` before its other keyword-only
+    parameters (and ``**kwargs``)."""
+    params = list(signature.parameters.values())
+    if "device" in signature.parameters:
+        return signature
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD)
+    at = next((i for i, p in enumerate(params) if p.kind in kinds), len(params))
+    params.insert(at, inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY,
+                                        default=None))
+    return signature.replace(parameters=params)
 
 
 # ---- the runtime, as the face sees it ------------------------------------------------------

@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from minerva.api.core.creation import arange
+from minerva.api.core.elementwise import astype
 from minerva.api.core.manipulation import concatenate
 from minerva.api.fallback.resolve import attribute, numpy_names
 from minerva.api.manipulation.shaping import roll
-from minerva.builder import placed, to_narray
+from minerva.builder import on_device, to_narray
 
 
 def _shifts(x, axes, sign: int) -> tuple:
@@ -47,21 +48,30 @@ def _length(n) -> int:
     return int(n)
 
 
-@placed
-def fftfreq(n, d=1.0):
+def _in_dtype(values, dtype):
+    """``values`` (NumPy's ``float64`` frequencies) cast to ``dtype`` when given (the
+    array API's keyword), as ``astype``."""
+    return values if dtype is None else astype(values, dtype, copy=False)
+
+
+def fftfreq(n, d=1.0, device=None, *, dtype=None):
     """The sample frequencies of an ``n``-point DFT with sample spacing ``d``, as
-    ``numpy.fft.fftfreq`` (``device=`` a minerva device id, or ``"cpu"``)."""
+    ``numpy.fft.fftfreq``, made on ``device`` (a minerva device id; None or ``"cpu"``: the
+    current device); ``dtype=`` is the array API's: NumPy's values cast to it."""
     n = _length(n)
     spacing = 1.0 / (n * d)
     half = (n - 1) // 2 + 1
-    return concatenate([arange(0, half), arange(-(n // 2), 0)]) * spacing
+    with on_device(device):
+        values = concatenate([arange(0, half), arange(-(n // 2), 0)]) * spacing
+        return _in_dtype(values, dtype)
 
 
-@placed
-def rfftfreq(n, d=1.0):
-    """The sample frequencies of ``rfft``'s output, as ``numpy.fft.rfftfreq``."""
+def rfftfreq(n, d=1.0, device=None, *, dtype=None):
+    """The sample frequencies of ``rfft``'s output, as ``numpy.fft.rfftfreq`` (``device``
+    and ``dtype`` as ``fftfreq``'s)."""
     n = _length(n)
-    return arange(0, n // 2 + 1) * (1.0 / (n * d))
+    with on_device(device):
+        return _in_dtype(arange(0, n // 2 + 1) * (1.0 / (n * d)), dtype)
 
 
 def __getattr__(name):

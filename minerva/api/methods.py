@@ -23,7 +23,7 @@ from minerva.api.core.ufuncs import (FUNCTIONS, comparison_method, in_place_meth
                                      operator_method, reflected_method, unary_method)
 from minerva.api.indexing import select
 from minerva.api.manipulation import shaping
-from minerva.builder import check_open, to_device, to_narray, upload
+from minerva.builder import check_open, on_device, to_device, to_narray, upload
 from minerva.linalg import products
 from minerva.narray import NArray
 
@@ -129,7 +129,10 @@ def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True, dev
     """This array cast to ``dtype`` (on ``device`` when given), laid out in memory order
     ``order``; TypeError with NumPy's words when ``casting`` forbids the cast. ``copy=False``
     returns this array itself when nothing changes."""
-    x = self if device is None else to_device(self, device)
+    if device is not None and device != "cpu":
+        with on_device(device):
+            return _astype(to_device(self, device), dtype, order, casting, subok, copy)
+    x = self
     order = layout.check_order(order)
     dtype = creation.check_dtype(dtype)
     if not np.can_cast(x.dtype, dtype, casting):

@@ -135,7 +135,8 @@ def qr(a, mode: str = "reduced"):
 
 def pinv(a, rcond=None, hermitian: bool = False, *, rtol=_NO_VALUE) -> NArray:
     """The Moore-Penrose pseudo-inverse of each matrix in ``a``: singular values at most
-    ``rcond`` (a scalar) times the largest are dropped."""
+    ``rcond`` (or the array API's ``rtol``) times the largest are dropped; a tolerance is a
+    scalar or an array of one per matrix, broadcast against the batch."""
     x = to_narray(a, "pinv")
     if rcond is None:
         if rtol is _NO_VALUE:
@@ -146,8 +147,10 @@ def pinv(a, rcond=None, hermitian: bool = False, *, rtol=_NO_VALUE) -> NArray:
             rcond = rtol
     elif rtol is not _NO_VALUE:
         raise ValueError("`rtol` and `rcond` can't be both set.")
-    return build(_OPS("pinv"), [x], {"rcond": _scalar("pinv", rcond),
-                                     "hermitian": bool(hermitian)})
+    attrs = {"rcond": None, "hermitian": bool(hermitian)}
+    if isinstance(rcond, NArray) or np.ndim(rcond) != 0:
+        return build(_OPS("pinv"), [x, to_narray(rcond, "pinv")], attrs)
+    return build(_OPS("pinv"), [x], dict(attrs, rcond=_scalar("pinv", rcond)))
 
 
 def _scalar(name: str, value):

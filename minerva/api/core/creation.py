@@ -10,8 +10,9 @@ import operator
 import numpy as np
 
 from minerva.api.core.indexing import setitem
-from minerva.api.core.layout import check_order, copy_in, laid_out_as, upload_in
-from minerva.api.core.manipulation import reshape
+from minerva.api.core.layout import (check_order, copy_in, fill_axes, laid_out_as,
+                                     memory_order, upload_in)
+from minerva.api.core.manipulation import in_memory_order, reshape
 from minerva.builder import build, default_dtype, host_array, placed, to_narray
 from minerva.common.errors import ShapeError
 from minerva.narray import NArray
@@ -53,67 +54,102 @@ def check_shape(shape) -> tuple:
 
 
 @placed
-def full(shape, fill_value, dtype=None) -> NArray:
+def full(shape, fill_value, dtype=None, order="C", *, like=None) -> NArray:
     """An array of ``shape`` filled with ``fill_value`` (a scalar, or an array broadcast to
     ``shape``); the dtype is ``fill_value``'s unless given, as NumPy's ``full``."""
     shape = check_shape(shape)
+    axes = fill_axes(shape, order, like)
     if isinstance(fill_value, NArray) or np.ndim(fill_value) > 0:
         value = to_narray(fill_value, "full")
-        result = empty(shape, value.dtype if dtype is None else dtype)
+        result = empty(shape, value.dtype if dtype is None else dtype, order)
         setitem(result, Ellipsis, value)
         return result
     data = host_array(fill_value, "full", dtype)
-    return build(_FILL, [], {"shape": shape, "dtype": data.dtype, "value": data[()]})
+    return _filled(shape, data.dtype, data[()], axes)
 
 
 @placed
-def zeros(shape, dtype=None) -> NArray:
-    """An array of zeros (``float64`` unless ``dtype`` is given)."""
-    return build(_FILL, [], {"shape": check_shape(shape), "dtype": check_dtype(dtype),
-                             "value": 0})
+def zeros(shape, dtype=None, order="C", *, like=None) -> NArray:
+    """An array of zeros (``float64`` unless ``dtype`` is given), in memory order
+    ``order`` (``'C'`` or ``'F'``)."""
+    shape = check_shape(shape)
+    axes = fill_axes(shape, order, like)
+    return _filled(shape, check_dtype(dtype), 0, axes)
 
 
 @placed
-def ones(shape, dtype=None) -> NArray:
-    """An array of ones (``float64`` unless ``dtype`` is given)."""
-    return build(_FILL, [], {"shape": check_shape(shape), "dtype": check_dtype(dtype),
-                             "value": 1})
+def ones(shape, dtype=None, order="C", *, like=None) -> NArray:
+    """An array of ones (``float64`` unless ``dtype`` is given), in memory order
+    ``order`` (``'C'`` or ``'F'``)."""
+    shape = check_shape(shape)
+    axes = fill_axes(shape, order, like)
+    return _filled(shape, check_dtype(dtype), 1, axes)
 
 
 @placed
-def empty(shape, dtype=None) -> NArray:
-    """An array whose values are not set (``float64`` unless ``dtype`` is given)."""
-    return build(_EMPTY, [], {"shape": check_shape(shape), "dtype": check_dtype(dtype)})
+def empty(shape, dtype=None, order="C", *, like=None) -> NArray:
+    """An array whose values are not set (``float64`` unless ``dtype`` is given), in
+    memory order ``order`` (``'C'`` or ``'F'``)."""
+    shape = check_shape(shape)
+    axes = fill_axes(shape, order, like)
+    return _filled(shape, check_dtype(dtype), None, axes)
 
 
-def _like(name, x, dtype, shape):
-    x = x if isinstance(x, NArray) else host_array(x, name)
-    return (x.shape if shape is None else shape), check_dtype(dtype, x.dtype)
+def _filled(shape: tuple, dtype, value, axes) -> NArray:
+    """A new array of ``shape`` holding ``value`` (None: unset) laid out with ``axes``
+    outermost first in memory (None: C order)."""
+    attrs = {"shape": shape if axes is None else tuple(shape[a] for a in axes),
+             "dtype": dtype}
+    result = build(_EMPTY, [], attrs) if value is None else build(
+        _FILL, [], dict(attrs, value=value))
+    return result if axes is None else in_memory_order(result, axes)
+
+
+def _like(name, x, dtype, order, shape):
+    """``(shape, dtype, axes)`` of a new array like ``x``: its shape and dtype unless
+    given, laid out in memory order ``order`` of ``x`` (NumPy's rules for ``'K'``)."""
+    x = x if isinstance(x, (NArray, np.ndarray)) else host_array(x, name)
+    order = check_order(order)
+    new_shape = x.shape if shape is None else check_shape(shape)
+    if order == "K" and len(new_shape) != x.ndim:
+        order = "C"  # NumPy: another number of axes is laid out in C order
+    axes = memory_order(order, new_shape, x.strides if len(new_shape) == x.ndim else (),
+                        x.flags.c_contiguous, x.flags.f_contiguous)
+    return new_shape, check_dtype(dtype, x.dtype), axes
 
 
 @placed
-def zeros_like(a, dtype=None, shape=None) -> NArray:
-    """Zeros of ``a``'s shape and dtype (unless given)."""
-    return zeros(*_like("zeros_like", a, dtype, shape))
+def zeros_like(a, dtype=None, order="K", subok=True, shape=None) -> NArray:
+    """Zeros of ``a``'s shape and dtype (unless given), laid out as ``a`` (``order``)."""
+    shape, dtype, axes = _like("zeros_like", a, dtype, order, shape)
+    return _filled(shape, dtype, 0, axes)
 
 
 @placed
-def ones_like(a, dtype=None, shape=None) -> NArray:
-    """Ones of ``a``'s shape and dtype (unless given)."""
-    return ones(*_like("ones_like", a, dtype, shape))
+def ones_like(a, dtype=None, order="K", subok=True, shape=None) -> NArray:
+    """Ones of ``a``'s shape and dtype (unless given), laid out as ``a`` (``order``)."""
+    shape, dtype, axes = _like("ones_like", a, dtype, order, shape)
+    return _filled(shape, dtype, 1, axes)
 
 
 @placed
-def empty_like(a, dtype=None, shape=None) -> NArray:
-    """An unset array of ``a``'s shape and dtype (unless given)."""
-    return empty(*_like("empty_like", a, dtype, shape))
+def empty_like(prototype, /, dtype=None, order="K", subok=True, shape=None) -> NArray:
+    """An unset array of ``prototype``'s shape and dtype (unless given), laid out as
+    ``prototype`` (``order``)."""
+    shape, dtype, axes = _like("empty_like", prototype, dtype, order, shape)
+    return _filled(shape, dtype, None, axes)
 
 
 @placed
-def full_like(a, fill_value, dtype=None, shape=None) -> NArray:
-    """``fill_value`` in ``a``'s shape and dtype (unless given)."""
-    shape, dtype = _like("full_like", a, dtype, shape)
-    return full(shape, fill_value, dtype)
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None) -> NArray:
+    """``fill_value`` in ``a``'s shape and dtype (unless given), laid out as ``a``
+    (``order``)."""
+    shape, dtype, axes = _like("full_like", a, dtype, order, shape)
+    if isinstance(fill_value, NArray) or np.ndim(fill_value) > 0:
+        result = _filled(shape, dtype, None, axes)
+        setitem(result, Ellipsis, to_narray(fill_value, "full_like"))
+        return result
+    return _filled(shape, dtype, host_array(fill_value, "full_like", dtype)[()], axes)
 
 
 @placed
@@ -163,11 +199,11 @@ def _at_least(x: NArray, ndmin: int) -> NArray:
 
 
 @placed
-def asarray(obj, dtype=None, order=None, *, copy=None) -> NArray:
-    """``obj`` as an NArray: an NArray itself when no cast and no other memory order is
+def asarray(a, dtype=None, order=None, *, copy=None, like=None) -> NArray:
+    """``a`` as an NArray: an NArray itself when no cast and no other memory order is
     needed, else a new array; ``copy=False`` never copies (NumPy's ValueError instead),
     ``copy=True`` always does."""
-    return array(obj, dtype, copy=copy, order=check_order(order))
+    return array(a, dtype, copy=copy, order=check_order(order))
 
 
 from_numpy = array

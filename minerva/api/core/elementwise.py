@@ -12,7 +12,7 @@ import numpy as np
 
 from minerva.api.core.indexing import assign, check_writable, nonzero
 from minerva.api.core.manipulation import explicit_view, view_of
-from minerva.builder import build, to_narray
+from minerva.builder import build, on_device, to_device, to_narray
 from minerva.narray import NArray
 from minerva.ops import registry
 from minerva.ops.dtypes import is_scalar, supported_dtype
@@ -52,10 +52,13 @@ def where(condition, x=None, y=None) -> NArray:
         raise ValueError("either both or neither of x and y should be given")
     return _mixed("where", (to_narray(condition, "where"), x, y))
 
-def astype(x, dtype, /, *, copy=True) -> NArray:
+def astype(x, dtype, /, *, copy=True, device=None) -> NArray:
     """``x`` cast to ``dtype`` (a copy; ``x`` itself when ``copy=False`` and no cast is
-    needed)."""
+    needed), on ``device`` when given (a minerva device id; None or ``"cpu"``: ``x``'s)."""
     x = to_narray(x, "astype")
+    if device is not None and device != "cpu":
+        with on_device(device):
+            return astype(to_device(x, device), dtype, copy=copy)
     dtype = supported_dtype(dtype)
     if not copy and dtype == x.dtype:
         return x

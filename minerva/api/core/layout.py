@@ -44,6 +44,19 @@ def memory_order(order: str, shape: tuple, strides: tuple, c_contiguous: bool,
     return None if axes == tuple(range(ndim)) else axes
 
 
+def fill_axes(shape: tuple, order, like=None):
+    """The memory order (as ``memory_order`` gives it) of a new array of ``shape`` made by
+    ``zeros``, ``ones``, ``empty`` or ``full`` with ``order`` (``'C'`` or ``'F'``) and
+    ``like`` (None, or an array whose kind of result is an NArray's: minerva makes
+    NArrays); NumPy's errors for others."""
+    if like is not None and not hasattr(like, "__array_function__"):
+        raise TypeError("The `like` argument must be an array-like that implements the "
+                        "`__array_function__` protocol.")
+    if order not in ("C", "F"):
+        raise ValueError("only 'C' or 'F' order is permitted")
+    return memory_order(order, shape, (), order == "C", order == "F")
+
+
 def laid_out_as(x: NArray, order: str) -> bool:
     """Whether ``x`` is in memory order ``order`` already (``asarray`` gives it as it is)."""
     if order == "K":

@@ -220,20 +220,32 @@ def _qr_impl(xp, a, *, out, mode):
 register("qr", _qr_infer, _qr_impl, n_outputs=2)
 
 
-def _pinv_infer(a, *, rcond, hermitian):
+def _pinv_infer(a, *tolerance, rcond, hermitian):
+    """``tolerance``: an array of relative tolerances (in place of the scalar ``rcond``),
+    one per matrix, broadcast to the batch (NumPy's ValueError when it would widen it)."""
     (stacked_square if hermitian else stacked_2d)("pinv", a)
     *batch, m, n = a.shape
     (dtype,) = probe_dtypes("pinv", lambda x: np.linalg.pinv(x), [_MATRIX], a)
     if m == 0 or n == 0:
         dtype = a.dtype  # NumPy returns an empty array of a's own dtype
+    elif tolerance:
+        _check_tolerance(tuple(batch), tolerance[0])
     return (_spec((*batch, n, m), dtype),)
 
 
-def _pinv_impl(xp, a, *, out, rcond, hermitian):
+def _check_tolerance(batch: tuple, tolerance: ArraySpec) -> None:
+    wide = broadcast_shape("pinv", ArraySpec(batch, tolerance.dtype), tolerance)
+    if wide != batch:
+        raise shape_error("pinv", f"non-broadcastable output operand: the tolerances "
+                          f"broadcast the batch of matrices {batch} to {wide}", tolerance)
+
+
+def _pinv_impl(xp, a, *tolerance, out, rcond, hermitian):
     if 0 in a.shape[-2:]:
         return
     u, s, vt = svd_kernel(xp, a.conj(), False, True, hermitian)
-    cutoff = xp.asarray(np.asarray(rcond)) * xp.amax(s, axis=-1, keepdims=True)
+    rcond = tolerance[0][..., None] if tolerance else xp.asarray(np.asarray(rcond))
+    cutoff = rcond * xp.amax(s, axis=-1, keepdims=True)
     large = s > cutoff
     s = xp.where(large, 1 / xp.where(large, s, 1), 0).astype(s.dtype, copy=False)
     out[...] = xp.matmul(vt.swapaxes(-1, -2), xp.multiply(s[..., None], u.swapaxes(-1, -2)))
