@@ -29,7 +29,7 @@ from minerva.common.errors import DTypeError, ShapeError
 from minerva.current import Runtime, get_system, running
 from minerva.narray import NArray
 from minerva.ops import registry, views
-from minerva.ops.dtypes import SUPPORTED_KINDS, supported_dtype
+from minerva.ops.dtypes import NUMERIC_KINDS, check_device, holds, supported_dtype
 from minerva.ops.registry import ArraySpec
 from minerva.ops.views import laid_out, memory_order
 
@@ -74,6 +74,10 @@ def _mark_scalars(result) -> None:
 
 def _fresh(system, op_def, inputs, attrs, out_specs):
     """The op's results in new storages."""
+    device = system.current_device()
+    for spec in out_specs:
+        if spec.dtype.kind not in NUMERIC_KINDS:
+            check_device(spec.dtype, system.devices.table[device])
     views = None
     for x in inputs:
         if x._view is not None:
@@ -82,7 +86,7 @@ def _fresh(system, op_def, inputs, attrs, out_specs):
                 return _keep_order(system, op_def, inputs, attrs, out_specs[0], views)
             break
     storages = system.engine.submit(op_def, attrs, [x._storage for x in inputs], out_specs,
-                                    system.current_device(), None, views)
+                                    device, None, views)
     if len(storages) == 1:
         return NArray(storages[0], None, out_specs[0])
     return tuple(NArray(s, None, spec) for s, spec in zip(storages, out_specs))
@@ -283,9 +287,10 @@ def host_array(value, what: str = "operand", dtype=None) -> np.ndarray:
     except (TypeError, ValueError) as exc:
         raise ShapeError(f"{what}: cannot convert {type(value).__name__} to an array: "
                          f"{exc}") from None
-    if data.dtype.kind not in SUPPORTED_KINDS:
+    if not holds(data.dtype):
         raise DTypeError(f"{what}: unsupported dtype {data.dtype}: minerva arrays hold "
-                         "bool, integer, float or complex values")
+                         "numbers, bools, datetimes, timedeltas, fixed-width strings and "
+                         "records of them, not Python objects")
     return data
 
 
@@ -301,6 +306,8 @@ def to_device(x: NArray, device_id) -> NArray:
     system.devices.get(device_id)
     if x.device == device_id:
         return x
+    if x.dtype.kind not in NUMERIC_KINDS:
+        check_device(x.dtype, system.devices.get(device_id))
     storage = system.engine.copy_to(x._storage, device_id, user_callsite())
     result = NArray(storage, x._view, x._spec)
     if SEAM.hooks:  # a copy, as the recorders see it (its gradient is the identity)
@@ -371,6 +378,15 @@ def device_ids() -> list:
     system = running() or get_system()
     system.current_device()
     return [device.device_id for device in system.devices.all()]
+
+
+def device_holds(dtype: np.dtype) -> bool:
+    """Whether the current device holds arrays of ``dtype`` (a GPU device: numbers and
+    bools only)."""
+    if dtype.kind in NUMERIC_KINDS:
+        return True
+    system = running() or get_system()
+    return dtype.kind in system.devices.table[system.current_device()].held_kinds
 
 
 def default_dtype() -> np.dtype:

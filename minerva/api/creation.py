@@ -97,7 +97,7 @@ def _host(value):
     return value.to_numpy() if isinstance(value, NArray) else value
 
 def _dtype(dtype):
-    return None if dtype is None else check_dtype(dtype)
+    return None if dtype is None else check_dtype(dtype, sized=False)
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):

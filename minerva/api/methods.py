@@ -17,8 +17,9 @@ import numpy as np
 
 from minerva import autograd
 from minerva.api import interop, printing, sorting, statistics
-from minerva.api.core import (attributes, creation, elementwise, exports, indexing,
-                              iteration, layout, manipulation, reductions, scalars)
+from minerva.api.core import (attributes, creation, elementwise, exports, fields,
+                              indexing, iteration, layout, manipulation, powers, reductions,
+                              scalars)
 from minerva.api.core.ufuncs import (FUNCTIONS, comparison_method, in_place_method,
                                      operator_method, reflected_method, unary_method)
 from minerva.api.indexing import select
@@ -134,7 +135,7 @@ def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True, dev
             return _astype(to_device(self, device), dtype, order, casting, subok, copy)
     x = self
     order = layout.check_order(order)
-    dtype = creation.check_dtype(dtype)
+    dtype = creation.check_dtype(dtype, sized=False)  # 'U' is sized by the values' dtype
     if not np.can_cast(x.dtype, dtype, casting):
         raise TypeError(f"Cannot cast array data from {x.dtype!r} to {dtype!r} according "
                         f"to the rule {casting!r}")
@@ -166,8 +167,8 @@ METHODS: dict = {
     "__ifloordiv__": in_place_method("floor_divide"),
     "__mod__": operator_method("remainder"), "__rmod__": reflected_method("remainder"),
     "__imod__": in_place_method("remainder"),
-    "__pow__": operator_method("power"), "__rpow__": reflected_method("power"),
-    "__ipow__": in_place_method("power"),
+    "__pow__": powers.power, "__rpow__": reflected_method("power"),
+    "__ipow__": powers.in_place_power,
     "__and__": operator_method("bitwise_and"), "__rand__": reflected_method("bitwise_and"),
     "__iand__": in_place_method("bitwise_and"),
     "__or__": operator_method("bitwise_or"), "__ror__": reflected_method("bitwise_or"),
@@ -190,7 +191,7 @@ METHODS: dict = {
     "__abs__": unary_method("absolute"), "__invert__": unary_method("invert"),
     "__round__": elementwise.python_round,
     # indexing, iteration, copies, pickling
-    "__getitem__": indexing.getitem, "__setitem__": indexing.setitem, "__iter__": _iter,
+    "__getitem__": fields.getitem, "__setitem__": fields.setitem, "__iter__": _iter,
     "__contains__": _contains, "__copy__": _shallow_copy, "__deepcopy__": _deepcopy,
     "__reduce__": _reduce,
     # printing, as NumPy prints (it waits for the values)

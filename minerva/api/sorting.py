@@ -33,14 +33,16 @@ def _sort_axis(name: str, axis, ndim: int):
         raise TypeError(f"{name}: 'tuple' object cannot be interpreted as an integer")
     return normalize_axis(name, axis, ndim)[0]
 
-def _no_order(order) -> None:
-    if order is not None:
+def _no_order(order, x=None) -> None:
+    if order is not None and (x is None or x.dtype.names is None):
         raise ShapeError("Cannot specify order when the array has no fields.")
 
 def _sorting(name, a, axis, kind, order, stable, out=None):
     x = to_narray(a, name)
-    _no_order(order)
+    _no_order(order, x)
     attrs = {"axis": _sort_axis(name, axis, x.ndim), "kind": kind, "stable": stable}
+    if order is not None:  # records by their fields, NumPy's ValueError for a wrong name
+        attrs["order"] = order if isinstance(order, str) else tuple(order)
     return build(_OPS(name), [x], attrs, out)
 
 def sort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False) -> NArray:

@@ -25,6 +25,8 @@ class Device(abc.ABC):
 
     kind = "abstract"
     xp: Any = None
+    held_kinds = "biufc"
+    """The dtype kinds its arrays may have (``ops.dtypes``): numbers and bools (CuPy's)."""
     cancelled: BaseException | None = None
     """Set by ``cancel``: the error ops handed to this device from then on fail with."""
     inline_limit = 0

@@ -18,7 +18,7 @@ from minerva.builder import build, to_narray
 from minerva.common.errors import DTypeError, ShapeError, ShapeIndexError
 from minerva.narray import NArray
 from minerva.ops import registry
-from minerva.ops.dtypes import supported_dtype
+from minerva.ops.dtypes import NUMERIC_KINDS, supported_dtype
 from minerva.ops.linalg.einsum import explicit_subscripts
 from minerva.ops.linalg.shared import LinAlgShapeError
 
@@ -145,6 +145,8 @@ def _letter(item) -> str:
 
 
 def _einsum_cast(arrays, dtype: np.dtype, casting: str) -> np.dtype:
+    if dtype.kind not in NUMERIC_KINDS:
+        raise DTypeError(f"einsum: dtype {dtype} is no number")
     for k, x in enumerate(arrays):
         if not np.can_cast(x.dtype, dtype, casting):
             raise DTypeError(f"einsum: operand {k} dtype could not be cast from {x.dtype!r} "

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from minerva.ops import dtypes
 from minerva.ops.registry import ArraySpec, register
 
 
@@ -77,8 +78,14 @@ def _random_impl(xp, *, out, kind, shape, dtype, params, seed):
 
 # ---- matrices -------------------------------------------------------------------------
 
-def _eye_infer(*, n, m, k, dtype):
-    return (ArraySpec((n, m), dtype),)
+def _matrix_infer(name):
+    function = getattr(np, name)
+
+    def infer(*, n, m, k, dtype):
+        if dtype.kind not in dtypes.NUMERIC_KINDS:  # NumPy's TypeError for bytes records
+            dtypes.numpy_dtype(name, function, 1, dtype=dtype)
+        return (ArraySpec((n, m), dtype),)
+    return infer
 
 def _eye_impl(xp, *, out, n, m, k, dtype):
     out[...] = xp.eye(n, m, k, dtype=dtype)
@@ -104,6 +111,6 @@ register("empty", _empty_infer, _empty_impl)
 register("from_host", _from_host_infer, _from_host_impl)
 register("arange", _arange_infer, _arange_impl)
 register("random", _random_infer, _random_impl)
-register("eye", _eye_infer, _eye_impl)
-register("tri", _eye_infer, _tri_impl)
+register("eye", _matrix_infer("eye"), _eye_impl)
+register("tri", _matrix_infer("tri"), _tri_impl)
 register("triangle", _triangle_infer, _triangle_impl)

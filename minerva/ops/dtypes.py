@@ -1,5 +1,8 @@
 """Result dtypes by NumPy's own rules, found once per combination and cached, and the dtypes
-minerva arrays hold."""
+minerva arrays hold: numbers and bools everywhere; on CPU devices also datetimes,
+timedeltas, fixed-width strings and bytes, and structured (or plain void) records without
+Python objects in them. Object dtypes are never held: a buffer of minerva's pools cannot
+own references to Python objects."""
 from __future__ import annotations
 
 import functools
@@ -12,7 +15,10 @@ from minerva.ops.registry import ArraySpec, shape_error
 
 _CACHE: dict = {}
 _SCALAR_TYPES = (bool, int, float, complex, np.generic)
-SUPPORTED_KINDS = "biufc"
+NUMERIC_KINDS = "biufc"
+"""The kinds every device holds (CuPy's): bool, integers, floats, complex."""
+HELD_KINDS = NUMERIC_KINDS + "mMSUV"
+"""The kinds a CPU device holds: also timedelta, datetime, bytes, str and void/structured."""
 
 
 def is_scalar(value) -> bool:
@@ -58,25 +64,71 @@ def numpy_dtype(name: str, function, *operands, **kwargs) -> np.dtype:
         return result_dtype(key, functools.partial(function, **kwargs), *operands)
 
 
+def holds(dtype: np.dtype) -> bool:
+    """Whether minerva arrays (on a CPU device) hold ``dtype``: a number or bool, a
+    datetime or timedelta, fixed-width str or bytes, a record of those (no Python
+    objects, no subarray dtype: NumPy expands ``'(2,)f8'`` into a shape)."""
+    if dtype.kind in NUMERIC_KINDS:
+        return True
+    return dtype.kind in HELD_KINDS and not dtype.hasobject and dtype.subdtype is None
+
+
 def supported_dtype(dtype) -> np.dtype:
     """``dtype`` (anything ``numpy.dtype`` takes) as the NumPy dtype, when minerva arrays
-    hold it (bool, integers, floats, complex); DTypeError for every other dtype (object,
-    strings, datetimes, structured) and for what is not a dtype. Every entry point that
-    takes a dtype checks it here."""
+    hold it (``holds``); DTypeError for the others (object, subarray dtypes) and for what
+    is not a dtype. Every entry point that takes a dtype checks it here; a GPU device
+    refuses the kinds beyond numbers when an array is made there (``check_device``)."""
     try:
         dtype = np.dtype(dtype)
     except (TypeError, ValueError) as exc:
         raise DTypeError(f"not a dtype: {dtype!r} ({exc})") from None
-    if dtype.kind not in SUPPORTED_KINDS:
-        raise DTypeError(f"unsupported dtype {dtype}: minerva arrays hold bool, integer, "
-                         "float or complex values")
+    if not holds(dtype):
+        raise DTypeError(f"unsupported dtype {dtype}: minerva arrays hold numbers, bools, "
+                         "datetimes, timedeltas, fixed-width strings and records of them, "
+                         "not Python objects")
     return dtype
 
 
 def check_supported(name: str, spec: ArraySpec) -> None:
-    """ShapeError unless ``spec`` has a numeric or bool dtype."""
-    if spec.dtype.kind not in SUPPORTED_KINDS:
+    """ShapeError unless ``spec``'s dtype is one minerva arrays hold (whether the op
+    takes it is NumPy's answer on a stand-in: ``result_dtype``)."""
+    if not holds(spec.dtype):
         raise shape_error(name, f"unsupported dtype {spec.dtype}", spec)
+
+
+def cast_dtype(source: np.dtype, target) -> np.dtype:
+    """The dtype ``astype(target)`` gives an array of ``source``: ``target`` itself, or for
+    an unsized one (``'U'``, ``'S'``, ``'V'``, a datetime without its unit) NumPy's answer
+    on a stand-in (``int64`` to ``'U'`` is ``<U21``). Strings cast to a datetime without a
+    unit take their unit from their values: ``values_decide(source, target)``."""
+    target = supported_dtype(target)
+    if target.itemsize or target.kind not in "SUV":
+        if target.kind not in "mM" or np.datetime_data(target)[0] != "generic":
+            return target
+    key = ("astype", source, target)
+    if key not in _CACHE:
+        try:
+            _CACHE[key] = np.ones(1, source).astype(target).dtype
+        except (TypeError, ValueError) as exc:
+            raise DTypeError(f"Cannot cast from {source!r} to {target!r}: {exc}") from None
+    return _CACHE[key]
+
+
+def values_decide(source: np.dtype, target) -> bool:
+    """Whether ``astype(target)`` of strings of ``source`` needs their values to know its
+    dtype (a datetime or timedelta without its unit)."""
+    target = np.dtype(target)
+    return source.kind in "SU" and target.kind in "mM" and \
+        np.datetime_data(target)[0] == "generic"
+
+
+def check_device(dtype: np.dtype, device) -> None:
+    """DTypeError when ``device`` cannot hold ``dtype`` (a GPU device holds numbers and
+    bools only, as CuPy does)."""
+    if dtype.kind not in device.held_kinds:
+        raise DTypeError(f"unsupported dtype {dtype} on {device.kind} device "
+                         f"{device.device_id}: it holds bool, integer, float and complex "
+                         "values (CuPy's); use a CPU device")
 
 
 def check_scalar_fits(name: str, dtype: np.dtype, value) -> None:

@@ -245,7 +245,7 @@ register("divmod_scalar", _divmod_scalar_infer, _divmod_scalar_impl, n_outputs=2
 # ---- casts, rounding, complex parts, nan_to_num ----------------------------------------
 
 def _astype_infer(x, *, dtype):
-    return (ArraySpec(x.shape, dtypes.supported_dtype(dtype)),)
+    return (ArraySpec(x.shape, dtypes.cast_dtype(x.dtype, dtype)),)
 
 def _astype_impl(xp, x, *, out, dtype):
     xp.copyto(out, x, casting="unsafe")

@@ -64,6 +64,8 @@ def _reduce_infer(name):
             check_nonempty(name, x, axis, _NO_IDENTITY_MESSAGE)
         if dtype is None:
             dtype = dtypes.result_dtype(name, function, x)
+        elif dtype.kind not in dtypes.NUMERIC_KINDS or x.dtype.kind not in dtypes.NUMERIC_KINDS:
+            dtype = dtypes.numpy_dtype(name, function, x, dtype=dtype)  # NumPy's, or error
         return (ArraySpec(reduced_shape(x.shape, axis, keepdims), dtype),)
     return infer
 

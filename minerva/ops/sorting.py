@@ -26,12 +26,14 @@ def _flat(x, axis):
     return (x.reshape(-1), 0) if axis is None else (x, axis)
 
 
-def _sort_options(xp, kind, stable) -> dict:
+def _sort_options(xp, kind, stable, order=None) -> dict:
     if xp is not np:
         return {}
     options = {} if kind is None else {"kind": kind}
     if stable is not None:
         options["stable"] = stable
+    if order is not None:  # the fields of records to sort by (records live on CPUs)
+        options["order"] = order
     return options
 
 
@@ -42,17 +44,17 @@ def _out_shape(x: ArraySpec, axis) -> tuple:
 def _sort_infer(name):
     function = getattr(np, name)
 
-    def infer(x, *, axis, kind, stable):
+    def infer(x, *, axis, kind, stable, order=None):
         dtypes.check_supported(name, x)
-        numpy_dtype(name, function, x, kind=kind, stable=stable)
+        numpy_dtype(name, function, x, kind=kind, stable=stable, order=order)
         return (ArraySpec(_out_shape(x, axis), _INDEX if name == "argsort" else x.dtype),)
     return infer
 
 
 def _sort_impl(name):
-    def impl(xp, x, *, out, axis, kind, stable):
+    def impl(xp, x, *, out, axis, kind, stable, order=None):
         x, axis = _flat(x, axis)
-        out[...] = getattr(xp, name)(x, axis=axis, **_sort_options(xp, kind, stable))
+        out[...] = getattr(xp, name)(x, axis=axis, **_sort_options(xp, kind, stable, order))
     return impl
 
 

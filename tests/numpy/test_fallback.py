@@ -20,6 +20,7 @@ from minerva.api.fallback.host import HostCopies, HostFunction
 from minerva.builder import build
 from minerva.common.config import Config
 from minerva.ops import registry
+from minerva.ops.dtypes import holds
 from tests.support.trace_checks import check_chrome_trace
 
 A = np.arange(12, dtype=np.float64).reshape(3, 4) - 4.5
@@ -30,13 +31,17 @@ Z = np.array([1 + 2j, -3j, 0.5, 2 - 1j])
 
 def same(got, want):
     """``got`` is minerva's form of NumPy's result ``want``: an NArray of the same values,
-    dtype and shape for an array of a dtype minerva holds, the same container type
-    element by element, NumPy's own value otherwise."""
-    if isinstance(want, np.ndarray) and want.dtype.kind in "biufc":
+    dtype and shape for an array of a dtype minerva holds (numbers; strings, datetimes,
+    records on a CPU device), the same container type element by element, NumPy's own
+    value otherwise (an object array)."""
+    if isinstance(want, np.ndarray) and holds(want.dtype):
         assert isinstance(got, mv.NArray), type(got)
         values = got.to_numpy()
         assert values.dtype == want.dtype and values.shape == want.shape
-        np.testing.assert_allclose(values, want, rtol=1e-12, atol=1e-12, equal_nan=True)
+        if want.dtype.kind in "biufc":
+            np.testing.assert_allclose(values, want, rtol=1e-12, atol=1e-12, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(values, want)
     elif isinstance(want, (tuple, list)):
         assert type(got) is type(want) and len(got) == len(want)
         for g, w in zip(got, want):

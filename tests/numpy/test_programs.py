@@ -53,15 +53,7 @@ PROGRAMS = [
 ]
 
 # The first failure of each program minerva cannot run yet.
-XFAIL = {
-    "mandelbrot": "complex z ** 2 is computed as np.power(z, 2), not as NumPy's ndarray "
-                  "power (np.square for an exponent of 2): Z differs in the last bits, "
-                  "and RESULT['smooth_sum'] with it",
-    "bag_of_words": "string arrays: np.array of a list of str raises DTypeError "
-                    "(unsupported dtype <U10)",
-    "records_dates": "string arrays: np.unique of a field of np.genfromtxt's structured "
-                     "array raises DTypeError (unsupported dtype <U4)",
-}
+XFAIL: dict = {}
 
 
 def run(name: str, module: str) -> dict:

@@ -99,10 +99,12 @@ def _read_as(x: NArray, dtype) -> NArray:
     dtype = supported_dtype(dtype)
     if dtype == x.dtype:
         return view_of(x, explicit_view(x))
-    return _typed_view(x, views.reinterpret(explicit_view(x), x.dtype, dtype), dtype)
+    return typed_view(x, views.reinterpret(explicit_view(x), x.dtype, dtype), dtype)
 
 
-def _typed_view(x: NArray, view: tuple, dtype) -> NArray:
+def typed_view(x: NArray, view: tuple, dtype) -> NArray:
+    """A view of ``x``'s buffer through ``view`` (shape, byte strides, byte offset) read
+    as ``dtype`` (a GPU device reads only dtypes of the buffer's itemsize)."""
     if not exports.on_host(x) and dtype.itemsize != x._storage.current.spec.dtype.itemsize:
         raise TypeError("on a GPU device a view may read the buffer only as a dtype of the "
                         "same itemsize; copy the array to a CPU device first")
@@ -119,7 +121,7 @@ def getfield(x: NArray, dtype, offset: int = 0) -> NArray:
                          f"type but received offset = {offset}")
     if offset + dtype.itemsize > x.itemsize:
         raise ValueError("new type plus offset is larger than original type")
-    return _typed_view(x, views.field(explicit_view(x), x.dtype, dtype, offset), dtype)
+    return typed_view(x, views.field(explicit_view(x), x.dtype, dtype, offset), dtype)
 
 
 def setfield(x: NArray, val, dtype, offset: int = 0) -> None:

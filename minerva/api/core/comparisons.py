@@ -10,6 +10,9 @@ compares as the number it is (NumPy 2). minerva gives the same results and error
   comparisons; alone or in a list): the answer is the same for every element, so it is
   NumPy's answer for one element of the array's dtype (its error, or the value), spread
   over the result by an op that reads the array (no wait for its values);
+- arrays beyond numbers (strings, datetimes, records; ``dtypes.holds``) on either side:
+  an op where NumPy has a loop for the two dtypes (``names == "cat"``, ``dates < day``);
+  where it has none, NumPy's answer for one element as above (``==`` all False);
 - other objects (``Decimal``, ``Fraction``, classes with their own ``__eq__``, lists
   mixing them with numbers): NumPy's comparison of the array's values, on the host (this
   waits for them), uploaded to the current device.
@@ -26,7 +29,8 @@ import numpy as np
 
 from minerva.builder import ASSIGN, build, to_narray
 from minerva.narray import NArray
-from minerva.ops.dtypes import SUPPORTED_KINDS
+from minerva.common.errors import DTypeError
+from minerva.ops.dtypes import NUMERIC_KINDS, holds
 
 OPERATORS = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt,
              "less_equal": operator.le, "greater": operator.gt,
@@ -60,6 +64,15 @@ def compare(name: str, a: NArray, b, out, reverse: bool, operator_form: bool, bi
 
     def numpy_answer(values):
         return function(b, values) if reverse else function(values, b)
+    if isinstance(b, NArray):
+        return _arrays_beyond_numbers(name, a, b, out, reverse, function, binary_op)
+    data = b if isinstance(b, (int, NArray)) else np.asarray(b)
+    if a.dtype.kind not in NUMERIC_KINDS or (
+            isinstance(data, np.ndarray) and data.dtype.kind not in NUMERIC_KINDS
+            and holds(data.dtype)):
+        result = _with_a_loop(name, a, data, out, reverse, binary_op)
+        if result is not None:
+            return result
     if type(b) is int:
         return _constant(a, (), _one_element(numpy_answer, a), out, binary_op)
     if not isinstance(b, (np.ndarray, np.generic, list, tuple)):
@@ -67,11 +80,31 @@ def compare(name: str, a: NArray, b, out, reverse: bool, operator_form: bool, bi
         if deferred is not None:
             return deferred
     data = np.asarray(b)
-    if data.dtype.kind in SUPPORTED_KINDS:
+    if data.dtype.kind in NUMERIC_KINDS:
         return binary_op(name, a, data, out, reverse)
     if _inert(data):
         return _constant(a, data.shape, _one_element(numpy_answer, a), out, binary_op)
     return _on_host(name, a, numpy_answer, out)
+
+
+def _with_a_loop(name: str, a: NArray, b, out, reverse: bool, binary_op):
+    """The op comparing ``a`` with ``b`` where NumPy has a loop for their dtypes; None
+    where it has none (NumPy's ``==`` then answers for every element alike)."""
+    try:
+        return binary_op(name, a, b, out, reverse)
+    except DTypeError:
+        return None
+
+
+def _arrays_beyond_numbers(name, a, b, out, reverse, function, binary_op):
+    """``a`` compared with NArray ``b``, one of them beyond numbers: an op where NumPy
+    has a loop, else NumPy's answer for one element of each dtype, everywhere."""
+    result = _with_a_loop(name, a, b, out, reverse, binary_op)
+    if result is not None:
+        return result
+    ones = np.zeros(1, a.dtype), np.zeros(1, b.dtype)
+    value = function(*ones[::-1]) if reverse else function(*ones)
+    return _constant(a, b.shape, bool(np.asarray(value).flat[0]), out, binary_op)
 
 
 def _one_element(numpy_answer, a: NArray) -> bool:

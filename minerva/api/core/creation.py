@@ -17,19 +17,31 @@ from minerva.builder import build, default_dtype, host_array, placed, to_narray
 from minerva.common.errors import ShapeError
 from minerva.narray import NArray
 from minerva.ops import registry
-from minerva.ops.dtypes import supported_dtype
+from minerva.ops.dtypes import NUMERIC_KINDS, supported_dtype
 
 _FILL, _EMPTY = registry.get("fill"), registry.get("empty")
 _ARANGE = registry.get("arange")
 MAX_DIMS = 64
 
 
-def check_dtype(dtype, default=None) -> np.dtype:
-    """``dtype`` as a NumPy dtype minerva supports (bool, ints, floats, complex); None gives
-    ``default`` (the default float dtype when None)."""
+def check_dtype(dtype, default=None, sized: bool = True) -> np.dtype:
+    """``dtype`` as a NumPy dtype minerva holds (``ops.dtypes.holds``); None gives
+    ``default`` (the default float dtype when None). ``sized``: an unsized ``'U'``, ``'S'``
+    or ``'V'`` as NumPy's creation functions size it (``'U'`` is ``<U1``)."""
     if dtype is None:
         return default_dtype() if default is None else supported_dtype(default)
-    return supported_dtype(dtype)
+    dtype = supported_dtype(dtype)
+    if sized and not dtype.itemsize and dtype.kind in "SUV":
+        dtype = np.zeros(0, dtype).dtype
+    return dtype
+
+
+def fill_data(value, what: str, dtype):
+    """Scalar ``value`` as a host array of ``dtype`` (None: its own), as NumPy's fills
+    cast it (unsafely: ``full(3, 1, 'V8')`` holds the bytes of 1)."""
+    if dtype is not None and check_dtype(dtype).kind not in NUMERIC_KINDS:
+        return np.full((), value, check_dtype(dtype))
+    return host_array(value, what, dtype)
 
 
 def check_shape(shape) -> tuple:
@@ -64,7 +76,7 @@ def full(shape, fill_value, dtype=None, order="C", *, like=None) -> NArray:
         result = empty(shape, value.dtype if dtype is None else dtype, order)
         setitem(result, Ellipsis, value)
         return result
-    data = host_array(fill_value, "full", dtype)
+    data = fill_data(fill_value, "full", dtype)
     return _filled(shape, data.dtype, data[()], axes)
 
 
@@ -149,7 +161,7 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None) -> N
         result = _filled(shape, dtype, None, axes)
         setitem(result, Ellipsis, to_narray(fill_value, "full_like"))
         return result
-    return _filled(shape, dtype, host_array(fill_value, "full_like", dtype)[()], axes)
+    return _filled(shape, dtype, fill_data(fill_value, "full_like", dtype)[()], axes)
 
 
 @placed
@@ -162,7 +174,7 @@ def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0) -> NArray
     returns the NArray itself (or a view of it for ``ndmin``) or raises NumPy's ValueError
     (a cast, another layout, or host data, which minerva always copies onto a device)."""
     order = check_order(order)
-    dtype = None if dtype is None else check_dtype(dtype)
+    dtype = None if dtype is None else check_dtype(dtype, sized=False)
     if isinstance(obj, NArray):
         result = _from_narray(obj, dtype, copy, order)
     elif copy is False:
@@ -250,12 +262,24 @@ def copy(a, order="K", subok=False) -> NArray:
 @placed
 def arange(start, stop=None, step=1, dtype=None) -> NArray:
     """Evenly spaced values in ``[start, stop)``; dtype and length follow NumPy's arange."""
+    if _beyond_numbers(start, stop, step, dtype):  # days, hours: NumPy's own, uploaded
+        dtype = None if dtype is None else supported_dtype(dtype)
+        given = (start,) if stop is None else (start, stop, step)
+        return to_narray(np.arange(*given, dtype=dtype), "arange")
     if stop is None:
         start, stop = 0, start
     if step == 0:
         raise ShapeError("arange: step must not be zero (Maximum allowed size exceeded)")
     dtype = check_dtype(dtype, np.array([start, stop, step]).dtype)
     return build(_ARANGE, [], {"start": start, "stop": stop, "step": step, "dtype": dtype})
+
+
+def _beyond_numbers(start, stop, step, dtype) -> bool:
+    """Whether ``arange`` counts datetimes or timedeltas (or is asked for a dtype that is
+    no number: NumPy's error)."""
+    times = (np.datetime64, np.timedelta64)
+    return any(isinstance(v, times) for v in (start, stop, step)) or (
+        dtype is not None and supported_dtype(dtype).kind not in NUMERIC_KINDS)
 
 
 __all__ = ["arange", "array", "asarray", "ascontiguousarray", "asfortranarray", "copy",

@@ -15,7 +15,7 @@ from minerva.api.core.manipulation import explicit_view, view_of
 from minerva.builder import build, on_device, to_device, to_narray
 from minerva.narray import NArray
 from minerva.ops import registry
-from minerva.ops.dtypes import is_scalar, supported_dtype
+from minerva.ops.dtypes import is_scalar, supported_dtype, values_decide
 from minerva.ops.elementwise import ARRAY
 
 _OPS = registry.get
@@ -62,6 +62,8 @@ def astype(x, dtype, /, *, copy=True, device=None) -> NArray:
     dtype = supported_dtype(dtype)
     if not copy and dtype == x.dtype:
         return x
+    if values_decide(x.dtype, dtype):  # NumPy reads the unit off the strings: so must we
+        return to_narray(x.to_numpy().astype(dtype), "astype")
     return build(_OPS("astype"), [x], {"dtype": dtype})
 
 # ---- rounding, complex parts, nan_to_num -----------------------------------------------

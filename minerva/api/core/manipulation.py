@@ -18,9 +18,10 @@ import numpy as np
 
 from minerva.api.core.arguments import as_int, axis_index, axis_tuple
 from minerva.builder import SEAM, build, note_view, to_narray
-from minerva.common.errors import ShapeError
+from minerva.common.errors import DTypeError, ShapeError
 from minerva.narray import BaseLink, NArray
 from minerva.ops import registry, views
+from minerva.ops.dtypes import supported_dtype
 from minerva.ops.manipulation import resolve_shape
 from minerva.ops.registry import ArraySpec
 from minerva.ops.reductions import normalize_axis
@@ -244,11 +245,22 @@ def _join_inputs(name, arrays) -> list:
         raise ShapeError(f"{name}: need at least one array to concatenate")
     return arrays
 
-def concatenate(arrays, axis=0, out=None, dtype=None) -> NArray:
-    """``arrays`` joined along an existing ``axis`` (flattened first when None)."""
+def _cast_all(name: str, arrays: list, dtype, casting: str) -> list:
+    """``arrays`` cast to ``dtype`` as NumPy's joins cast them (by ``casting``; NumPy's
+    TypeError where it forbids the cast, for floats into datetimes ...)."""
+    dtype = supported_dtype(dtype)
+    for a in arrays:
+        if not np.can_cast(a.dtype, dtype, casting):
+            raise DTypeError(f"Cannot cast array data from {a.dtype!r} to {dtype!r} "
+                             f"according to the rule {casting!r}")
+    return [to_narray(a, name, dtype) for a in arrays]
+
+def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind") -> NArray:
+    """``arrays`` joined along an existing ``axis`` (flattened first when None), cast to
+    ``dtype`` when given by the rule ``casting``."""
     arrays = _join_inputs("concatenate", arrays)
     if dtype is not None:
-        arrays = [to_narray(a, "concatenate", dtype) for a in arrays]
+        arrays = _cast_all("concatenate", arrays, dtype, casting)
     if axis is not None:
         if builtins.any(a.ndim == 0 for a in arrays):
             raise ShapeError("concatenate: zero-dimensional arrays cannot be concatenated")
@@ -257,11 +269,12 @@ def concatenate(arrays, axis=0, out=None, dtype=None) -> NArray:
 
 concat = concatenate
 
-def stack(arrays, axis=0, out=None, dtype=None) -> NArray:
-    """``arrays`` (one shape) joined along a new ``axis``."""
+def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind") -> NArray:
+    """``arrays`` (one shape) joined along a new ``axis``, cast to ``dtype`` when given by
+    the rule ``casting``."""
     arrays = _join_inputs("stack", arrays)
     if dtype is not None:
-        arrays = [to_narray(a, "stack", dtype) for a in arrays]
+        arrays = _cast_all("stack", arrays, dtype, casting)
     (axis,) = normalize_axis("stack", axis, arrays[0].ndim + 1)
     return build(_OPS("stack"), arrays, {"axis": axis}, out)
 

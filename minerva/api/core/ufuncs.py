@@ -27,7 +27,7 @@ from minerva.api.core.ufunc_methods import UfuncMethodError, methods_of
 from minerva.builder import build, to_narray
 from minerva.narray import NArray
 from minerva.ops import registry
-from minerva.ops.dtypes import SUPPORTED_KINDS, is_scalar
+from minerva.ops.dtypes import NUMERIC_KINDS, is_scalar
 from minerva.ops.elementwise import BINARY, UNARY
 
 _PYTHON_SCALARS = (int, float, bool, complex)
@@ -54,11 +54,14 @@ def compare(name: str, a, b, out=None, reverse: bool = False, operator_form=Fals
     kernels do not take (``comparisons``); ``operator_form``: as ``a == b`` (an
     ``==`` NumPy cannot compute is all False), else as ``numpy.equal(a, b)``."""
     kind = type(b)
-    if kind is int:
+    if a.dtype.kind not in NUMERIC_KINDS or (
+            kind is NArray and b.dtype.kind not in NUMERIC_KINDS):
+        pass  # beyond numbers: NumPy's loops decide (``comparisons``)
+    elif kind is int:
         if comparisons.fits(a.dtype, b):
             return binary_op(name, a, b, out, reverse)
     elif kind is NArray or kind in _PYTHON_SCALARS or (
-            isinstance(b, np.generic) and b.dtype.kind in SUPPORTED_KINDS):
+            isinstance(b, np.generic) and b.dtype.kind in NUMERIC_KINDS):
         return binary_op(name, a, b, out, reverse)
     return comparisons.compare(name, a, b, out, reverse, operator_form, binary_op)
 
@@ -92,10 +95,11 @@ def comparison_method(name: str):
 
     def method(self, other):
         kind = type(other)
-        if kind is float or kind is int and comparisons.fits(self._spec.dtype, other):
-            return build(scalar_op, [self], {"scalar": other, "reverse": False})
-        if kind is NArray:
-            return build(op, [self, other])
+        if self._spec.dtype.kind in NUMERIC_KINDS:  # else NumPy's loops decide (compare)
+            if kind is float or kind is int and comparisons.fits(self._spec.dtype, other):
+                return build(scalar_op, [self], {"scalar": other, "reverse": False})
+            if kind is NArray and other._spec.dtype.kind in NUMERIC_KINDS:
+                return build(op, [self, other])
         return compare(name, self, other, operator_form=True)
     return method
 

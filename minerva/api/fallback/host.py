@@ -5,7 +5,7 @@ copies their values to host NumPy arrays, in their memory order; runs NumPy's ow
 function on them; writes the arguments NumPy wrote into (``writes``) back into their
 NArrays through minerva's writes (an assignment into the NArray, so views and versions
 stay right and later ops see the write); and returns NumPy's result with every NumPy array
-of a dtype minerva holds uploaded to the current device as an NArray (an argument NumPy
+of a dtype the current device holds uploaded to it as an NArray (an argument NumPy
 returns as it is comes back as that NArray; tuples, lists, dicts and named tuples are
 converted element by element; NumPy scalars, strings, arrays of other dtypes and other
 objects come back as NumPy gives them).
@@ -17,9 +17,9 @@ import functools
 import numpy as np
 
 from minerva.api.fallback import ledger, writes
-from minerva.builder import ASSIGN, build, upload
+from minerva.builder import ASSIGN, build, device_holds, upload
 from minerva.narray import HOST_READS, NArray
-from minerva.ops.dtypes import SUPPORTED_KINDS
+from minerva.ops.dtypes import holds
 
 
 class HostFunction:
@@ -117,7 +117,8 @@ class HostCopies:
         for x, host in self.copies.values():
             if value is host:
                 return x
-        if type(value) is not np.ndarray or value.dtype.kind not in SUPPORTED_KINDS:
+        if type(value) is not np.ndarray or not (holds(value.dtype)
+                                                 and device_holds(value.dtype)):
             return value
         if not value.dtype.isnative:
             value = value.astype(value.dtype.newbyteorder("="))

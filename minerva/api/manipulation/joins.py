@@ -34,7 +34,7 @@ def join(arrays: list, axis, dtype=None, casting="same_kind") -> NArray:
         if not np.can_cast(x.dtype, target, casting):
             raise DTypeError(f"Cannot cast array data from {x.dtype!r} to {target!r} "
                              f"according to the rule {casting!r}")
-    return concatenate(arrays, axis, dtype=dtype)
+    return concatenate(arrays, axis, dtype=dtype, casting=casting)
 
 
 def _sequence(name: str, tup) -> list:

@@ -27,6 +27,8 @@ class CpuDevice(Device):
 
     kind = "cpu"
     xp = np
+    held_kinds = "biufcmMSUV"
+    """Also datetimes, timedeltas, bytes, str and records: NumPy's kernels take them."""
     checks_fp_errors = True
 
     def __init__(self, device_id: int, store, hooks, listener=None, ordinal: int = 0):
