@@ -89,7 +89,7 @@ def _scalar_impl(name):
 
 
 def _check_integer_power(base: ArraySpec, exponent) -> None:
-    if base.dtype.kind in "iu" and isinstance(exponent, (int, np.integer)) and exponent < 0:
+    if base.dtype.kind in "biu" and isinstance(exponent, (int, np.integer)) and exponent < 0:
         raise shape_error("power", "integers to negative integer powers are not allowed",
                           base, exponent)
 

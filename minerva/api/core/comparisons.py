@@ -10,9 +10,10 @@ compares as the number it is (NumPy 2). minerva gives the same results and error
   comparisons; alone or in a list): the answer is the same for every element, so it is
   NumPy's answer for one element of the array's dtype (its error, or the value), spread
   over the result by an op that reads the array (no wait for its values);
-- arrays beyond numbers (strings, datetimes, records; ``dtypes.holds``) on either side:
-  an op where NumPy has a loop for the two dtypes (``names == "cat"``, ``dates < day``);
-  where it has none, NumPy's answer for one element as above (``==`` all False);
+- arrays beyond numbers (strings, datetimes; ``dtypes.holds``) on either side: an op
+  where NumPy has a loop for the two dtypes (``names == "cat"``, ``dates < day``); where
+  it has none, NumPy's answer for one element as above (``==`` all False); records
+  (which NumPy compares field by field, with no ufunc): on the host, as below;
 - other objects (``Decimal``, ``Fraction``, classes with their own ``__eq__``, lists
   mixing them with numbers): NumPy's comparison of the array's values, on the host (this
   waits for them), uploaded to the current device.
@@ -64,6 +65,10 @@ def compare(name: str, a: NArray, b, out, reverse: bool, operator_form: bool, bi
 
     def numpy_answer(values):
         return function(b, values) if reverse else function(values, b)
+    if a.dtype.kind == "V" or isinstance(b, NArray) and b.dtype.kind == "V":
+        other = b.to_numpy() if isinstance(b, NArray) else b  # records: field by field
+        return _on_host(name, a, lambda values: function(*((other, values) if reverse else
+                                                            (values, other))), out)
     if isinstance(b, NArray):
         return _arrays_beyond_numbers(name, a, b, out, reverse, function, binary_op)
     data = b if isinstance(b, (int, NArray)) else np.asarray(b)

@@ -44,6 +44,12 @@ def fill_data(value, what: str, dtype):
     return host_array(value, what, dtype)
 
 
+def zero_of(dtype: np.dtype):
+    """The element of ``dtype`` whose bytes are all zero, as NumPy's ``zeros`` fills
+    (``''`` for strings, 1970-01-01 for dates)."""
+    return 0 if dtype.kind in NUMERIC_KINDS else np.zeros((), dtype)[()]
+
+
 def check_shape(shape) -> tuple:
     """``shape`` (an int or a sequence of ints >= 0) as a tuple; ShapeError for shapes
     NumPy refuses (negative, more than 64 dimensions, too many elements)."""
@@ -86,7 +92,8 @@ def zeros(shape, dtype=None, order="C", *, like=None) -> NArray:
     ``order`` (``'C'`` or ``'F'``)."""
     shape = check_shape(shape)
     axes = fill_axes(shape, order, like)
-    return _filled(shape, check_dtype(dtype), 0, axes)
+    dtype = check_dtype(dtype)
+    return _filled(shape, dtype, zero_of(dtype), axes)
 
 
 @placed
@@ -134,7 +141,7 @@ def _like(name, x, dtype, order, shape):
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None) -> NArray:
     """Zeros of ``a``'s shape and dtype (unless given), laid out as ``a`` (``order``)."""
     shape, dtype, axes = _like("zeros_like", a, dtype, order, shape)
-    return _filled(shape, dtype, 0, axes)
+    return _filled(shape, dtype, zero_of(dtype), axes)
 
 
 @placed

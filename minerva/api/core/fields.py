@@ -2,7 +2,8 @@
 (its elements read at the field's offset in each record, as ``getfield`` reads them; a
 field of a subarray dtype such as ``('pos', 'f8', (2,))`` adds its axes), ``x[["a", "b"]]``
 a view of several (a dtype with their offsets and the record's itemsize, as NumPy 2's);
-``x["name"] = v`` writes through that view. Every other key goes to ``indexing``. Records
+``x["name"] = v`` writes through that view, and a tuple written into records is one
+record. Every other key goes to ``indexing``. Records
 live on CPU devices only (``ops.dtypes``), so these views are too."""
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def setitem(x: NArray, key, value) -> None:
     if type(key) is str or _names(key):
         indexing.setitem(field_view(x, key), Ellipsis, value)
         return
+    if x._spec.dtype.names is not None and not isinstance(value, NArray):
+        value = np.asarray(value, dtype=x.dtype)  # a tuple is one record, as NumPy reads it
     indexing.setitem(x, key, value)
 
 

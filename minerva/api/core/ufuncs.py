@@ -37,6 +37,9 @@ def binary_op(name: str, a, b, out=None, reverse: bool = False):
     """``a <name> b`` (``b <name> a`` when ``reverse``) where ``a`` is an NArray and ``b`` an
     NArray, a scalar or an array-like; NotImplemented for other operand types."""
     kind = type(b)
+    if kind is str or kind is bytes:  # NumPy's string scalar (``names + "!"``)
+        b = np.asarray(b)[()]
+        kind = type(b)
     if kind in _PYTHON_SCALARS or isinstance(b, np.generic):
         return build(_SCALAR_OPS[name], [a], {"scalar": b, "reverse": reverse}, out)
     if kind is NArray:
