@@ -28,6 +28,8 @@ writes to the array. ``from_dlpack(x)`` copies any DLPack producer onto the curr
 """
 from __future__ import annotations
 
+import functools
+import pickle
 import sys
 import types as _types
 
@@ -167,7 +169,7 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         return NotImplemented
     function = lookup("numpy", ufunc.__name__) if _is_numpys(ufunc) else None
     if function is None and _host_fallback is not None:  # scipy.special.erf, str_len ...
-        function = _host_fallback(ufunc)
+        function = _foreign_ufunc(ufunc)
     if function is None:
         raise _unsupported(f"numpy.{ufunc.__name__}")
     if method != "__call__":
@@ -192,6 +194,14 @@ def _is_numpys(ufunc) -> bool:
     function of that name stands for; another library's (``scipy.special.log1p``, with
     its own kernels) runs through the host fallback."""
     return getattr(np, ufunc.__name__, None) is ufunc
+
+
+@functools.lru_cache(maxsize=512)
+def _foreign_ufunc(ufunc):
+    """The host fallback of a ufunc minerva has no function for, named by the module
+    that holds it (``scipy.special._ufuncs.erf``: a ufunc has no ``__module__``)."""
+    return _host_fallback(ufunc, f"{pickle.whichmodule(ufunc, ufunc.__name__)}."
+                                 f"{ufunc.__name__}")
 
 
 def _stand_in(x):
