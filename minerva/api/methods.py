@@ -18,10 +18,10 @@ import numpy as np
 from minerva import autograd
 from minerva.api import interop, printing, sorting, statistics
 from minerva.api.core import (attributes, creation, elementwise, exports, fields,
-                              indexing, iteration, layout, manipulation, powers, reductions,
-                              scalars)
+                              indexing, iteration, layout, manipulation, reductions, scalars)
 from minerva.api.core.ufuncs import (FUNCTIONS, comparison_method, in_place_method,
-                                     operator_method, reflected_method, unary_method)
+                                     operator_method, power_method, reflected_method,
+                                     unary_method)
 from minerva.api.indexing import select
 from minerva.api.manipulation import shaping
 from minerva.builder import check_open, on_device, to_device, to_narray, upload
@@ -167,8 +167,8 @@ METHODS: dict = {
     "__ifloordiv__": in_place_method("floor_divide"),
     "__mod__": operator_method("remainder"), "__rmod__": reflected_method("remainder"),
     "__imod__": in_place_method("remainder"),
-    "__pow__": powers.power, "__rpow__": reflected_method("power"),
-    "__ipow__": powers.in_place_power,
+    "__pow__": power_method(), "__rpow__": reflected_method("power"),
+    "__ipow__": power_method(in_place=True),
     "__and__": operator_method("bitwise_and"), "__rand__": reflected_method("bitwise_and"),
     "__iand__": in_place_method("bitwise_and"),
     "__or__": operator_method("bitwise_or"), "__ror__": reflected_method("bitwise_or"),

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from minerva.api.core import indexing
-from minerva.api.core.attributes import typed_view
-from minerva.api.core.manipulation import explicit_view
+from minerva.api.core.manipulation import explicit_view, view_of
 from minerva.narray import NArray
+from minerva.ops import views
 
 
 def getitem(x: NArray, key):
@@ -51,6 +51,12 @@ def field_view(x: NArray, key) -> NArray:
     sub_strides = tuple(int(s) for s in np.empty(sub_shape, base).strides)
     view = (tuple(shape) + sub_shape, tuple(strides) + sub_strides, start + offset)
     return typed_view(x, view, base)
+
+
+def typed_view(x: NArray, view: tuple, dtype: np.dtype) -> NArray:
+    """A view of ``x``'s buffer through ``view`` (shape, byte strides, byte offset) read as
+    ``dtype`` (as ``attributes.getfield`` makes one; records live on CPU devices)."""
+    return view_of(x, view, views.VIEW_DTYPE, {"dtype": dtype, "view": view}, dtype=dtype)
 
 
 def _names(key) -> bool:

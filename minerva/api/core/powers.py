@@ -8,16 +8,11 @@ arrays only). For complex arrays these give other last bits than ``numpy.power``
 minerva takes the same ufuncs. ``x ** 2.0``, ``x ** np.int64(2)``, ``x ** True``,
 ``2 ** x`` and ``numpy.power(x, 2)`` are ``numpy.power``, as in NumPy; so is ``s ** y`` of
 a NumPy scalar (``s`` a minerva scalar: NumPy's scalars have no such fast path).
+NArray's ``__pow__`` and ``__ipow__`` (``ufuncs.power_method``) ask ``fast_power``.
 """
 from __future__ import annotations
 
 import numpy as np
-
-from minerva.api.core.ufuncs import in_place_method, operator_method, unary_op
-from minerva.narray import NArray
-
-_POWER = operator_method("power")
-_IN_PLACE_POWER = in_place_method("power")
 
 
 def fast_power(dtype: np.dtype, exponent) -> str | None:
@@ -32,21 +27,3 @@ def fast_power(dtype: np.dtype, exponent) -> str | None:
     elif kind is float and exponent == 0.5 and dtype.kind in "fc":
         return "sqrt"
     return None
-
-
-def power(self: NArray, other):
-    """``self ** other`` (NArray's ``__pow__``)."""
-    if not self._numpy_scalar:
-        fast = fast_power(self._spec.dtype, other)
-        if fast is not None:
-            return unary_op(fast, self)
-    return _POWER(self, other)
-
-
-def in_place_power(self: NArray, other):
-    """``self **= other`` (NArray's ``__ipow__``): written into ``self``."""
-    fast = fast_power(self._spec.dtype, other)
-    if fast is not None:
-        unary_op(fast, self, out=self)
-        return self
-    return _IN_PLACE_POWER(self, other)

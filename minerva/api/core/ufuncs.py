@@ -23,6 +23,7 @@ import types
 import numpy as np
 
 from minerva.api.core import comparisons, ufunc_keywords
+from minerva.api.core.powers import fast_power
 from minerva.api.core.ufunc_methods import UfuncMethodError, methods_of
 from minerva.builder import build, to_narray
 from minerva.narray import NArray
@@ -104,6 +105,22 @@ def comparison_method(name: str):
             if kind is NArray and other._spec.dtype.kind in NUMERIC_KINDS:
                 return build(op, [self, other])
         return compare(name, self, other, operator_form=True)
+    return method
+
+
+def power_method(in_place: bool = False):
+    """NArray's ``__pow__`` (``__ipow__`` when ``in_place``): NumPy's ndarray power, which
+    takes ``square``, ``sqrt`` or ``reciprocal`` for some exponents (``powers``)."""
+    plain = in_place_method("power") if in_place else operator_method("power")
+
+    def method(self, other):
+        fast = None if self._numpy_scalar and not in_place else fast_power(
+            self._spec.dtype, other)
+        if fast is None:
+            return plain(self, other)
+        result = unary_op(fast, self, out=self if in_place else None)
+        return self if in_place else result
+    method.__name__ = method.__qualname__ = "__ipow__" if in_place else "__pow__"
     return method
 
 
