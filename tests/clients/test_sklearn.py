@@ -84,7 +84,7 @@ def test_ridge_fit_on_narrays_predicts_numpy_input(engine):
 KINDS = ("classifier", "regressor", "transformer", "cluster")
 SLOW = {"HistGradientBoostingClassifier", "HistGradientBoostingRegressor", "BisectingKMeans",
         "LogisticRegressionCV", "TheilSenRegressor", "MiniBatchDictionaryLearning",
-        "TweedieRegressor"}
+        "TweedieRegressor", "TSNE", "MiniBatchKMeans", "MeanShift"}
 """Estimators that take over 0.1 s on this data (their conversion is every other's)."""
 LIKE_A_LIST = {"LassoCV", "ElasticNetCV"}
 """Estimators that copy input other than a NumPy array (a list, an NArray) into Fortran
@@ -95,20 +95,22 @@ FEWER = {"n_estimators": 5, "random_state": 0}
 
 
 def estimators() -> list:
-    """``(kind, name, class)`` of every estimator scikit-learn lists that its defaults
-    construct (meta-estimators need an estimator: they are not listed)."""
+    """``(kind, class)`` of every estimator scikit-learn lists that its defaults construct
+    (meta-estimators need an estimator: they are not listed), once, by its first kind."""
     from sklearn.utils import all_estimators
-    found = []
+    found, seen = [], set(SLOW)
     for kind in KINDS:
         for name, cls in all_estimators(type_filter=kind):
+            if name in seen:
+                continue
+            seen.add(name)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", FutureWarning)  # deprecated classes
                     cls()
             except TypeError:
                 continue
-            if name not in SLOW:
-                found.append(pytest.param(kind, cls, id=f"{kind}-{name}"))
+            found.append(pytest.param(kind, cls, id=f"{kind}-{name}"))
     return found
 
 
