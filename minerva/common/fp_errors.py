@@ -56,18 +56,31 @@ class ErrState:
     ``errcall``, and ``kernel``: the state a kernel runs under (reporting modes turned
     into ``call`` of the recorder)."""
 
-    __slots__ = ("modes", "call", "kernel")
+    __slots__ = ("modes", "call", "kernel", "direct", "quiet")
 
     def __init__(self, modes: dict, call):
         self.modes = modes
         self.call = call
+        self.quiet = not any(mode in _REPORTING for mode in modes.values())
         kernel_modes = {kind: "call" if mode in _REPORTING else mode
                         for kind, mode in modes.items()}
         if _EXTOBJ is None:
-            self.kernel = kernel_modes
+            self.kernel = self.direct = kernel_modes
             return
         with np.errstate(call=_record, **kernel_modes):
             self.kernel = _EXTOBJ.get()
+        with np.errstate(call=_record_direct, **kernel_modes):
+            self.direct = _EXTOBJ.get()
+
+
+_DIRECT: list = []
+"""What the kernel of a direct op met (``run_collecting``; callers are serialized by the
+engine's lock, so one list serves every thread)."""
+
+
+def _record_direct(errtype: str, flag: int) -> None:
+    """The ``errcall`` of a direct op's kernel (``ErrState.direct``)."""
+    _DIRECT.append((errtype, flag))
 
 
 _DECODED: dict = {}
@@ -133,23 +146,45 @@ def run_under(captured, function, args, name: str, created_at, kwargs=_NO_KWARGS
 
 
 def run_collecting(function, args, kwargs):
-    """``function(*args, **kwargs)`` under the calling thread's own error state; the
-    ``(state, records)`` to give ``report`` later (records None when nothing was met).
-    An exception of ``function`` propagates."""
-    captured = _EXTOBJ.get() if _EXTOBJ is not None else capture()
-    known = _DECODED.get(captured)
-    state = _decode(captured) if known is None else known[0]
+    """``function(*args, **kwargs)`` under the calling thread's own error state, for the
+    kernel of a direct op (run whole on this thread; callers are serialized by the
+    engine's lock); the ``(state, records)`` to give ``report`` later (records None when
+    nothing was met). An exception of ``function`` propagates."""
+    if _EXTOBJ is None:   # pragma: no cover - another NumPy
+        return _run_collecting_decoded(function, args, kwargs)
+    captured = _EXTOBJ.get()
+    try:
+        state = _DECODED[captured][0]
+    except KeyError:
+        state = _decode(captured)
+    if state.quiet:   # nothing to report: the thread's own state is the kernel's
+        function(*args, **kwargs)
+        return state, None
+    applied = _EXTOBJ.set(state.direct)
+    try:
+        function(*args, **kwargs)
+    except BaseException:
+        _DIRECT.clear()
+        raise
+    finally:
+        _EXTOBJ.reset(applied)
+    if not _DIRECT:
+        return state, None
+    records = _DIRECT[:]
+    _DIRECT.clear()
+    return state, records
+
+
+def _run_collecting_decoded(function, args, kwargs):  # pragma: no cover - another NumPy
+    state = _decode(capture())
     thread = _THREAD
     outer = thread.state, thread.records
     thread.state, thread.records = state, None
-    applied = _EXTOBJ.set(state.kernel) if _EXTOBJ is not None else _apply(state.kernel)
+    applied = _apply(state.kernel)
     try:
         function(*args, **kwargs)
     finally:
-        if _EXTOBJ is not None:
-            _EXTOBJ.reset(applied)
-        else:
-            _restore(applied)
+        _restore(applied)
         records = thread.records
         thread.state, thread.records = outer
     return state, records

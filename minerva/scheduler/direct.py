@@ -53,66 +53,93 @@ class DirectPath:
         general one); its output storage, or None for the DAG path."""
         device = self.devices.table[device_id]
         limit = device.inline_limit
-        out_view = None if out_views is None else out_views[0]
-        if not limit or not is_tiny(storages, spec, out_view, limit):
+        if not limit:
             return None
-        if writes is None and out_view is None and not op_def.blas and not self.hooks.active:
-            return self._run_fresh(op_def, attrs, storages, spec, device, views)
+        if out_views is None:
+            total = spec.nbytes
+            for storage in storages:
+                total += storage.current.spec.nbytes
+            if total > limit:
+                return None
+            if writes is None and not op_def.blas and not self.hooks.active:
+                return self._run_fresh(op_def, attrs, storages, spec, device, views)
+        elif not is_tiny(storages, spec, out_views[0], limit):
+            return None
         return self._run_direct(op_def, attrs, storages, spec, device,
                                 created_at or user_callsite(), views,
-                                None if writes is None else writes[0], out_view)
+                                None if writes is None else writes[0],
+                                None if out_views is None else out_views[0])
 
     def _run_fresh(self, op_def, attrs, storages, spec, device, views):
         """The lean path: a fresh output, a kernel without BLAS, no trace; the output's
-        storage, or None when it must take another path (nothing done then)."""
+        storage, or None when it must take another path (nothing done then).
+
+        Deliberately flat (every call here is paid per tiny op): one round of the engine
+        lock applies the queued releases (``_reap_locked``; a value that died with this
+        output's size hands its block over), takes a block without the out-of-memory
+        ladder when none was handed over (the DAG path climbs it), checks the inputs, runs
+        the kernel and inserts the output computed."""
+        device_id, nbytes = device.device_id, spec.nbytes
         store = device.store
-        block, target = store.alloc_array(spec.nbytes, spec.shape, spec.dtype)
         with self._lock:
-            args = self._ready_inputs(storages, device.device_id)
-            if args is None:
-                store.free(block)
-                return None
-            state_records, exc = self._kernel_now(op_def, attrs, args, views, target, device)
-            out = state.settled_value(self.dag, spec, device.device_id, exc is not None)
-            block.label, out.block, out.array = out, block, target
-            if exc is not None:
-                out.error = _direct_error(op_def, exc, out.node_id, device)
-                self._failures.append(out.error)
-            blocks = self._delete_locked(self._drain_releases_locked()) \
-                if self._releases else None
-        if blocks:
-            self._free_blocks(blocks)
-        if state_records is not None and exc is None:
-            fp_errors.report(*state_records, op_def.name, user_callsite())
+            block, later = self._reap_locked(device_id, nbytes if store.recycles else -1) \
+                if self._releases else (None, None)
+            if block is not None:
+                store.n_recycled += 1
+                target = block.view if block.view_key == (spec.shape, spec.dtype) \
+                    else store.array(block, spec.shape, spec.dtype)
+            elif self.closed or self.n_inflight >= self.max_pending:
+                target = None
+            else:
+                block, target = store.alloc_array(nbytes, spec.shape, spec.dtype, False)
+            if target is not None and self._computed_here(storages, device_id):
+                out, found = self._settle_fresh(op_def, attrs, storages, spec, device,
+                                                views, block, target)
+            else:
+                if block is not None:
+                    store.free(block)
+                out = None
+        if later:
+            self._free_blocks(later)
+        if out is None:
+            return None
+        if found is not None:   # floating-point errors met: reported at the user's line
+            fp_errors.report(*found, op_def.name, user_callsite())
         return [Storage(out, self)]
 
-    def _ready_inputs(self, storages, device_id):
-        """Under the lock: the current versions of ``storages`` when all are computed
-        values of this runtime on ``device_id`` with no writer pending; else None."""
+    def _computed_here(self, storages, device_id) -> bool:
+        """Under the lock: whether every input's current version is a computed value of
+        this runtime on ``device_id`` with no writer pending."""
         if self.closed or self.n_inflight >= self.max_pending:
-            return None
-        args = [storage.current for storage in storages]
-        for storage, data in zip(storages, args):
+            return False
+        for storage in storages:
+            data = storage.current
             if data.state != COMPLETED or data.writer is not None \
                     or data.device_id != device_id or storage.engine is not self:
-                return None
-        return args
+                return False
+        return True
 
-    @staticmethod
-    def _kernel_now(op_def, attrs, args, views, target, device):
-        """Run the kernel under the caller's floating-point error state: ``((state,
-        records) or None, exception or None)``."""
-        if device.cancelled is not None:
-            return None, device.cancelled
-        arrays = [data.array for data in args]
+    def _settle_fresh(self, op_def, attrs, storages, spec, device, views, block, target):
+        """Under the lock: run the kernel into ``target`` (of ``block``) under the caller's
+        floating-point error state; ``(its output inserted computed or failed, what
+        ``fp_errors.report`` takes or None)``."""
+        arrays = [storage.current.array for storage in storages]
         if views is not None:
             arrays = [a if v is None else device.view(a, v) for a, v in zip(arrays, views)]
-        try:
-            found = fp_errors.run_collecting(op_def.impl, (device.xp, *arrays),
-                                             dict(attrs, out=target))
-        except Exception as err:  # stored on the output
-            return None, detach_traceback(err)
-        return (found if found[1] else None), None
+        exc, found = device.cancelled, None
+        if exc is None:
+            try:
+                found = fp_errors.run_collecting(op_def.impl, (device.xp, *arrays),
+                                                 dict(attrs, out=target))
+            except Exception as err:  # stored on the output
+                exc = detach_traceback(err)
+        out = state.settled_value(self.dag, spec, device.device_id, exc is not None)
+        block.label, out.block, out.array = out, block, target
+        if exc is not None:
+            out.error = _direct_error(op_def, exc, out.node_id, device)
+            self._failures.append(out.error)
+            return out, None
+        return out, (found if found[1] else None)
 
     def _run_direct(self, op_def, attrs, storages, spec, device, created_at, views,
                     written=None, out_view=None):

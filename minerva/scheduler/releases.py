@@ -5,11 +5,14 @@ Two lock-free deques carry work from threads that must not take the lock: ``_rel
 (storages dropped by finalizers, which may run on any thread at any time) and ``_freed``
 (counts of blocks returned to their stores outside the lock); both are applied the next
 time an engine thread holds the lock. ``n_deleting`` (under the lock) counts dead values
-whose block is not yet back in its store. Blocks are always freed after the lock is
-released.
+whose block is not yet back in its store. Blocks are freed after the lock is released,
+except on the lean direct path (``_reap_locked``), which frees them under it — a store's
+lock is only ever taken inside the engine's, never around it — or hands one straight to
+the op's new output.
 """
 from __future__ import annotations
 
+from minerva.dag.nodes import COMPLETED
 from minerva.scheduler import state
 
 
@@ -39,6 +42,34 @@ class Releasing:
 
     def _drain_releases_locked(self) -> list:
         return state.drain_releases(self._releases)
+
+    def _reap_locked(self, device_id: int, nbytes: int):
+        """The lean path's release, under the lock while no trace records: apply the queued
+        releases in one pass; a value that died gives its block straight back to its store
+        (a store's lock is only ever taken inside the engine's, never around it) — all but
+        one block of ``nbytes`` bytes on ``device_id``, which the caller takes over as it
+        is (a free and an alloc in one step, counted by the store's ``n_recycled``).
+        Returns ``(that block or None, blocks to free after the lock)``: the latter those
+        of values that died with cached copies, taken the general way."""
+        releases, values, table = self._releases, self.dag.data, self.devices.table
+        kept = dead = None
+        while releases:
+            data = releases.popleft()
+            data.extern_rc -= 1
+            if data.rc or data.extern_rc or data.state < COMPLETED or data.dead:
+                continue
+            data.dead = True
+            block = data.block
+            if data.copies is not None or block is None:
+                dead = [data] if dead is None else dead + [data]
+                continue
+            del values[data.node_id]
+            data.block = data.array = None
+            if kept is None and block.nbytes == nbytes and data.device_id == device_id:
+                kept = block
+            else:
+                table[data.device_id].free(block)
+        return kept, (self._delete_locked(dead) if dead is not None else None)
 
     def _delete_locked(self, dead: list) -> list:
         """Remove dead nodes (and copies that die with them); their blocks, to free after

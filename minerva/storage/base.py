@@ -49,7 +49,14 @@ class Allocator(Protocol):
 
 
 class DataStore(abc.ABC):
-    """A device's memory: hands out blocks, takes them back, and keeps exact statistics."""
+    """A device's memory: hands out blocks, takes them back, and keeps exact statistics.
+
+    ``recycles``: whether a dead value's block may pass straight to a new value of the
+    same size without a free and an alloc (stores that cache freed blocks); such hand-overs
+    are counted in ``n_recycled`` by the engine, under its lock."""
+
+    recycles = False
+    n_recycled = 0
 
     @abc.abstractmethod
     def alloc(self, nbytes: int, stream: Any = None) -> Block:
@@ -66,9 +73,12 @@ class DataStore(abc.ABC):
     def array(self, block: Block, shape: tuple, dtype: Any) -> Any:
         """``block`` viewed as an array of ``shape`` and ``dtype``."""
 
-    def alloc_array(self, nbytes: int, shape: tuple, dtype: Any):
+    def alloc_array(self, nbytes: int, shape: tuple, dtype: Any, ladder: bool = True):
         """``(block, array)``: a block for a CPU op's output and its view (stores may do
-        it in one step)."""
+        it in one step); without the out-of-memory ``ladder``, ``(None, None)`` where it
+        would be needed."""
+        if not ladder:
+            return None, None
         block = self.alloc(nbytes)
         return block, self.array(block, shape, dtype)
 

@@ -78,6 +78,8 @@ class PooledDataStore(DataStore):
         self._in_use = self._peak = self._reserved = self._peak_reserved = 0
         self._n_allocs = self._n_frees = self._n_hits = 0
         self._n_mallocs = self._n_releases = self._n_ooms = 0
+        self.recycles = self._caches
+        self.n_recycled = 0   # counted in n_allocs, n_frees and n_pool_hits
 
     # ---- the DataStore interface -------------------------------------------------------
 
@@ -112,9 +114,11 @@ class PooledDataStore(DataStore):
             self.hooks.mem_alloc(self.device_id, block, in_use)
         return block
 
-    def alloc_array(self, nbytes: int, shape: tuple, dtype: Any):
+    def alloc_array(self, nbytes: int, shape: tuple, dtype: Any, ladder: bool = True):
         """``(block, array)``: ``alloc(nbytes)`` viewed as ``shape`` and ``dtype`` — in one
-        call when the newest freed block of that size is at hand (a tiny op's output)."""
+        call when the newest freed block of that size is at hand (a tiny op's output).
+        Without the ``ladder`` (a caller holding the engine's lock, which the reclaimer
+        needs): the cache or a new chunk within the limit, else ``(None, None)``."""
         size = self._round(nbytes)
         with self._lock:
             stack = self._recent.get((None, size)) if self._caches else None
@@ -127,7 +131,15 @@ class PooledDataStore(DataStore):
             else:
                 block = None
         if block is None:
-            block = self.alloc(nbytes)
+            if ladder:
+                block = self.alloc(nbytes)
+            else:
+                got = self._attempt(size, nbytes, None, [])
+                if got is None:
+                    return None, None
+                block = got[0]
+                if self.hooks.active:
+                    self.hooks.mem_alloc(self.device_id, block, got[1])
         key = (shape, dtype)
         if block.view_key != key:
             block.view = self.allocator.view(block.chunk, block.offset, nbytes, shape, dtype)
@@ -196,8 +208,10 @@ class PooledDataStore(DataStore):
             return {
                 "in_use_bytes": self._in_use, "peak_bytes": self._peak,
                 "cached_bytes": self._cached_bytes(), "limit_bytes": self.limit_bytes,
-                "n_allocs": self._n_allocs, "n_frees": self._n_frees,
-                "n_pool_hits": self._n_hits, "reserved_bytes": self._reserved,
+                "n_allocs": self._n_allocs + self.n_recycled,
+                "n_frees": self._n_frees + self.n_recycled,
+                "n_pool_hits": self._n_hits + self.n_recycled,
+                "reserved_bytes": self._reserved,
                 "peak_reserved_bytes": self._peak_reserved, "n_mallocs": self._n_mallocs,
                 "n_releases": self._n_releases, "n_live_blocks": len(self._live),
                 "n_ooms": self._n_ooms,
