@@ -45,8 +45,9 @@ def _binary_infer(name, ufunc):
     cache = {}
 
     def infer(a, b):
-        dtype = cache.get((a.dtype, b.dtype))
-        if dtype is None:
+        try:
+            dtype = cache[a.dtype, b.dtype]
+        except KeyError:
             dtype = cache[a.dtype, b.dtype] = dtypes.result_dtype(name, ufunc, a, b)
         if a.shape == b.shape:
             return (a if dtype == a.dtype else ArraySpec(a.shape, dtype),)
@@ -55,8 +56,14 @@ def _binary_infer(name, ufunc):
 
 
 def _binary_impl(name):
+    kernels = {}   # array module -> its function ``name`` (looked up once per module)
+
     def impl(xp, a, b, *, out):
-        getattr(xp, name)(a, b, out=out)
+        try:
+            kernel = kernels[xp]
+        except KeyError:
+            kernel = kernels[xp] = getattr(xp, name)
+        kernel(a, b, out=out)
     return impl
 
 
@@ -67,8 +74,9 @@ def _scalar_infer(name, ufunc):
     def infer(a, *, scalar, reverse):
         kind = type(scalar)
         key = (a.dtype, kind if kind in _WEAK_TYPES else dtypes.cache_key(scalar), reverse)
-        dtype = cache.get(key)
-        if dtype is None:
+        try:
+            dtype = cache[key]
+        except KeyError:
             operands = (scalar, a) if reverse else (a, scalar)
             dtype = cache[key] = dtypes.result_dtype(name, ufunc, *operands)
         if kind is int and a.dtype.kind in "iu":
@@ -80,11 +88,17 @@ def _scalar_infer(name, ufunc):
 
 
 def _scalar_impl(name):
+    kernels = {}   # array module -> its function ``name`` (looked up once per module)
+
     def impl(xp, a, *, out, scalar, reverse):
+        try:
+            kernel = kernels[xp]
+        except KeyError:
+            kernel = kernels[xp] = getattr(xp, name)
         if reverse:
-            getattr(xp, name)(scalar, a, out=out)
+            kernel(scalar, a, out=out)
         else:
-            getattr(xp, name)(a, scalar, out=out)
+            kernel(a, scalar, out=out)
     return impl
 
 

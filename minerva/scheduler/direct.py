@@ -84,21 +84,26 @@ class DirectPath:
         with self._lock:
             block, later = self._reap_locked(device_id, nbytes if store.recycles else -1) \
                 if self._releases else (None, None)
-            if block is not None:
+            ready = not self.closed and self.n_inflight < self.max_pending
+            for storage in storages:   # the inputs: computed values here, no writer
+                data = storage.current
+                if data.state != COMPLETED or data.writer is not None \
+                        or data.device_id != device_id or storage.engine is not self:
+                    ready = False
+                    break
+            target = out = None
+            if not ready:
+                if block is not None:
+                    store.free(block)
+            elif block is not None:
                 store.n_recycled += 1
                 target = block.view if block.view_key == (spec.shape, spec.dtype) \
                     else store.array(block, spec.shape, spec.dtype)
-            elif self.closed or self.n_inflight >= self.max_pending:
-                target = None
             else:
                 block, target = store.alloc_array(nbytes, spec.shape, spec.dtype, False)
-            if target is not None and self._computed_here(storages, device_id):
+            if target is not None:
                 out, found = self._settle_fresh(op_def, attrs, storages, spec, device,
                                                 views, block, target)
-            else:
-                if block is not None:
-                    store.free(block)
-                out = None
         if later:
             self._free_blocks(later)
         if out is None:
@@ -106,18 +111,6 @@ class DirectPath:
         if found is not None:   # floating-point errors met: reported at the user's line
             fp_errors.report(*found, op_def.name, user_callsite())
         return [Storage(out, self)]
-
-    def _computed_here(self, storages, device_id) -> bool:
-        """Under the lock: whether every input's current version is a computed value of
-        this runtime on ``device_id`` with no writer pending."""
-        if self.closed or self.n_inflight >= self.max_pending:
-            return False
-        for storage in storages:
-            data = storage.current
-            if data.state != COMPLETED or data.writer is not None \
-                    or data.device_id != device_id or storage.engine is not self:
-                return False
-        return True
 
     def _settle_fresh(self, op_def, attrs, storages, spec, device, views, block, target):
         """Under the lock: run the kernel into ``target`` (of ``block``) under the caller's
