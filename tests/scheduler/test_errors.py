@@ -116,9 +116,9 @@ def test_bad_operands_and_dtypes(engine):
     with pytest.raises(TypeError):
         mv.exp({"not": "an array"})
     with pytest.raises(mv.ShapeError, match="dtype"):
-        mv.zeros(3, dtype="U3")
+        mv.zeros(3, dtype=object)
     with pytest.raises(mv.ShapeError):
-        mv.array(["a", "b"])
+        mv.array(["a", None])
     with pytest.raises(mv.ShapeError, match="negative integer powers"):
         mv.arange(3) ** -1
     with pytest.raises(IndexError, match="out of bounds"):

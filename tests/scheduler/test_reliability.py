@@ -316,7 +316,7 @@ def test_two_threads_copying_one_value_share_one_cached_copy(engine):
 @pytest.mark.parametrize("build, error", [
     (lambda: mv.zeros((2 ** 40, 2 ** 40)), mv.ShapeError),
     (lambda: mv.ones((1,) * 65), mv.ShapeError),
-    (lambda: mv.full((2,), "a"), mv.ShapeError),
+    (lambda: mv.full((2,), object()), mv.ShapeError),
     (lambda: mv.full((2,), np.ones(3)), mv.ShapeError),
     (lambda: mv.randn((2,), dtype=int), mv.DTypeError),
     (lambda: mv.ones(3).wait(timeout="soon"), TypeError),
