@@ -293,9 +293,9 @@ def test_power_gives_numpys_ndarray_bits(engine, dtype):
 
 def test_power_of_a_scalar_is_numpy_power_and_a_reflected_power_too(engine):
     z = _base("complex128")
-    s = mv.array(z)[4]  # a minerva scalar: NumPy's scalars take no fast path
+    s = mv.array(z)[4]  # a scalar: NumPy's scalars take no fast path
     with np.errstate(all="ignore"):
         for exponent in (2, 0.5, -1):
-            assert (s ** exponent).to_numpy().tobytes() == np.power(z[4], exponent).tobytes()
+            assert np.asarray(s ** exponent).tobytes() == np.asarray(z[4] ** exponent).tobytes()
         assert (2 ** mv.array(z)).to_numpy().tobytes() == (2 ** z).tobytes()
         assert mv.power(mv.array(z), 2).to_numpy().tobytes() == np.power(z, 2).tobytes()
