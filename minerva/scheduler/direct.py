@@ -47,6 +47,23 @@ class DirectPath:
     """Tiny ops run at once on the calling thread (mixed into ``Engine``, whose lock
     guards the nodes it counts)."""
 
+    def element_now(self, storage, view, index=()):
+        """Element ``index`` (ints, one per axis) of ``storage``'s current value seen
+        through ``view`` (None: the whole value), as NumPy's scalar, read at once under the
+        lock when that value is computed on a CPU device with no write pending (a scalar
+        index, as NumPy reads it; NumPy's IndexError out of bounds); else None (nothing
+        done)."""
+        with self._lock:
+            data = storage.current
+            if data.state != COMPLETED or data.writer is not None or self.closed \
+                    or storage.engine is not self:
+                return None
+            device = self.devices.table[data.device_id]
+            if device.kind != "cpu":
+                return None
+            array = data.array if view is None else device.view(data.array, view)
+            return array[index]
+
     def _try_direct(self, op_def, attrs, storages, spec, device_id, created_at, views,
                     writes, out_views):
         """Run a tiny op now on this thread when it can be (the lean path, else the

@@ -281,3 +281,9 @@ def test_a_gpu_view_reads_another_dtype_of_its_itemsize(fake_gpu):
     check(x, host)
     with pytest.raises(TypeError, match="same itemsize"):
         x.view(np.uint8)
+
+
+def test_an_element_of_a_gpu_array_is_a_lazy_scalar(fake_gpu):
+    x = mv.array(np.arange(4.0))
+    got = x[1]
+    assert type(got) is mv.NArray and repr(got) == repr(np.float64(1.0))

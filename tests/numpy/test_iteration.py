@@ -227,3 +227,57 @@ def test_set_routines_are_numpys(engine, name, inputs):
     convert = mv.array if inputs == "narrays" else (lambda v: v)
     same_as_numpy(outcome(SETS[name], mv, convert(a), convert(b)),
                   outcome(SETS[name], np, a, b))
+
+
+# ---- x[i]: one element of a computed CPU value is NumPy's scalar, read at once ----------------
+
+ELEMENTS = {"float64": (np.arange(5.0) - 1.5, [0, 3, -1, -5]),
+            "int32 2-D": (np.arange(12, dtype=np.int32).reshape(3, 4), [(1, 2), (-1, 0)]),
+            "uint8": (np.arange(250, 256, dtype=np.uint8), [5]),
+            "bool": (np.arange(4) % 2 == 0, [1]), "complex": (np.arange(3) * (1 + 2j), [2]),
+            "dates": (np.array(["2024-01-01", "2024-03-05"], "datetime64[D]"), [1]),
+            "strings": (np.array(["ab", "cde"]), [1])}
+
+
+@pytest.mark.parametrize("kind", list(ELEMENTS))
+def test_an_element_of_a_computed_array_is_numpys_own_scalar(engine, kind):
+    host, keys = ELEMENTS[kind]
+    x = mv.array(host).wait()
+    for key in keys:
+        got, want = x[key], host[key]
+        assert type(got) is type(want) and got == want and repr(got) == repr(want)
+
+
+def test_an_element_through_views_and_out_of_bounds_is_numpys(engine):
+    host = np.arange(10.0)
+    x = mv.array(host).wait()
+    for got, want in ((x[::3][2], host[::3][2]), (x[2:][-1], host[2:][-1]),
+                      (x.view(np.int64)[1], host.view(np.int64)[1]),
+                      (x.reshape(2, 5)[1, 3], host.reshape(2, 5)[1, 3])):
+        assert type(got) is type(want) and got == want
+    same_as_numpy(outcome(lambda: x[10]), outcome(lambda: host[10]))
+    same_as_numpy(outcome(lambda: x[-11]), outcome(lambda: host[-11]))
+
+
+def test_an_element_read_at_once_is_a_copy(engine):
+    x = mv.arange(4.0)
+    v = x[1]
+    x[1] = 7.0
+    x += 1
+    assert v == 1.0 and x[1] == 8.0
+
+
+def test_an_element_stays_lazy_while_autograd_records(engine):
+    x = mv.arange(4.0)
+    x.attach_grad()
+    with mv.autograd.record():
+        y = x[2] * 3.0
+    assert type(y) is mv.NArray and repr(y) == repr(np.float64(6.0))
+    y.backward()
+    check(x.grad, np.array([0.0, 0.0, 3.0, 0.0]))
+
+
+def test_a_record_element_stays_lazy_as_numpys_is_a_view(engine):
+    host = np.array([(1, 2.5), (3, 4.5)], dtype=[("a", "i4"), ("b", "f8")])
+    got = mv.array(host)[1]
+    assert type(got) is mv.NArray and got.item() == host[1].item()

@@ -84,7 +84,7 @@ def test_a_scalar_result_acts_as_numpys_scalar(source, dtype):
     want = SOURCES[source](np, values)
     got = SOURCES[source](mv, mv.array(values))
     assert isinstance(want, np.generic)  # NumPy gives a scalar here
-    assert type(got) is mv.NArray
+    assert type(got) is mv.NArray or type(got) is type(want)  # lazy, or NumPy's, read now
     assert got.shape == () and got.ndim == 0 and got.size == 1 and got.dtype == want.dtype
     assert repr(got) == repr(want) and str(got) == str(want)
     assert hash(got) == hash(want) == hash(want.item())
@@ -93,7 +93,8 @@ def test_a_scalar_result_acts_as_numpys_scalar(source, dtype):
         assert _error_of(use, got) == _error_of(use, want)
     for number in (numbers.Number, numbers.Complex, numbers.Real, numbers.Integral):
         assert isinstance(got, number) == isinstance(want, number)
-    assert np.isscalar(got) == (want.dtype.kind != "b")  # a bool is no numbers.Number
+    lazy_bool = type(got) is mv.NArray and want.dtype.kind == "b"  # no numbers.Number
+    assert np.isscalar(got) == (not lazy_bool)
     for convert in (float, int, complex, bool):
         assert _error_of(convert, got) == _error_of(convert, want)
     assert got.item() == want.item() and type(got.item()) is type(want.item())
@@ -239,8 +240,8 @@ ARITHMETIC = [
 def test_arithmetic_on_scalars_gives_numpys_scalar(dtype, op):
     values = np.array([1, 0, 3], dtype=dtype) if dtype is not np.bool_ else np.array(
         [True, False, True])
-    want = op(values[2])
-    got = op(mv.array(values)[2])
+    want = op(values[2:].max())
+    got = op(mv.array(values)[2:].max())   # a lazy scalar (x[2] may be NumPy's own)
     assert isinstance(want, np.generic)
     assert type(got) is mv.NArray and repr(got) == repr(want)
 

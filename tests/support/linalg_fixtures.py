@@ -34,7 +34,7 @@ def check(got, want, rtol=None):
         for g, w in zip(got, want):
             check(g, w, rtol)
         return
-    values, want = got.to_numpy(), np.asarray(want)
+    values, want = np.asarray(got), np.asarray(want)
     assert values.dtype == want.dtype and values.shape == want.shape, (values, want)
     if rtol is None:
         np.testing.assert_array_equal(values, want)

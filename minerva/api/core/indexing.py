@@ -2,7 +2,10 @@
 
 Basic indices (ints, slices, None, Ellipsis) give views: reading one costs no op, writing
 through it writes the base array. An index that picks one element by integers alone gives
-a copy marked as a NumPy scalar (``minerva.api.core.scalars``), as NumPy gives a scalar.
+a scalar, as NumPy does: NumPy's own, read at once (``Engine.element_now``: no op, as
+iteration reads), when the value is computed on a CPU device with no write pending and
+nothing records at the seam (autograd, jit: they need the op); else a copy marked as a
+NumPy scalar (``minerva.api.core.scalars``), computed with the program.
 Integer arrays (NArrays, NumPy arrays, lists, ranges) and boolean masks are *advanced*
 indices: reading gathers a copy, writing scatters into the array in place. A boolean
 mask selects the elements of its ``nonzero()`` (a 0-d one adds an axis of length 1 or 0,
@@ -20,10 +23,10 @@ import numpy as np
 
 from minerva.api.core.manipulation import explicit_view, view_of
 from minerva.api.core.scalars import numpy_scalar
-from minerva.builder import COPY, build, note_write, same_buffer, to_narray, upload
+from minerva.builder import COPY, SEAM, build, note_write, same_buffer, to_narray, upload
 from minerva.common.errors import (DTypeError, IntegerOverflowError, ShapeError,
                                    ShapeIndexError)
-from minerva.narray import NArray
+from minerva.narray import HOST_READS, NArray
 from minerva.ops import registry, scalar_masks, views
 from minerva.ops.elementwise import ARRAY, fits
 from minerva.ops.indexing import PUT, SCATTER_ADD, TAKE, check_index_array
@@ -32,13 +35,31 @@ FILL = registry.get("fill")
 ASSIGN = registry.get("assign")
 
 
+_COPIED_SCALARS = "biufcmMUS"
+"""Kinds whose NumPy scalars are copies (a structured element, ``np.void``, is a view of
+its array in NumPy: read lazily, never as an alias of minerva's buffer)."""
+
+
 def getitem(x: NArray, key):
-    """``x[key]``: a view for basic indices, a gathered copy for advanced ones."""
+    """``x[key]``: a view for basic indices, a gathered copy for advanced ones; one element
+    picked by integers is NumPy's scalar, read at once when the value is computed on a CPU
+    device and nothing records (autograd, jit), else a lazy one."""
+    at_once = not SEAM.hooks and HOST_READS.refuse is None \
+        and x._spec.dtype.kind in _COPIED_SCALARS   # see ``element_now``
+    if at_once and type(key) is int and len(x._spec.shape) == 1:   # x[i]: the common case
+        element = x._storage.engine.element_now(x._storage, x._view, key)
+        if element is not None:
+            return element
     items = key if type(key) is tuple else (key,)
     if views.is_basic(items):
         view = views.index(explicit_view(x), items)
+        scalar = views.is_scalar_index(items, x.ndim)
+        if scalar and at_once:
+            element = x._storage.engine.element_now(x._storage, _typed(x, view))
+            if element is not None:
+                return element
         result = view_of(x, view, views.INDEX, {"index": items, "shape": view[0]})
-        if views.is_scalar_index(items, x.ndim):
+        if scalar:
             return numpy_scalar(build(COPY, [result]))
         return result
     layout, arrays = _advanced(x, items)
@@ -46,6 +67,12 @@ def getitem(x: NArray, key):
     if not result.ndim and all(item is not Ellipsis for item in items):
         numpy_scalar(result)  # picked by integers and 0-d integer arrays alone
     return result
+
+
+def _typed(x: NArray, view):
+    """``view`` of ``x``'s buffer reading ``x``'s dtype where ``x`` reads the buffer as
+    another dtype (``x.view(dtype)``)."""
+    return view if views.read_as(x._view) is None else views.typed(view, x.dtype)
 
 
 def setitem(x: NArray, key, value) -> None:
