@@ -11,12 +11,15 @@ computed, read by nothing pending and held by no other storage (``state.begin_di
 The result, the errors and the trace records are those of the DAG path.
 
 The common case — a fresh output of a kernel that calls no BLAS, while no trace records —
-takes the lean path (``_run_fresh``): the output's block is taken first (the store's
-out-of-memory ladder may need the engine), then, in one round of the engine lock, the
-inputs are checked, the kernel runs (tiny: about a microsecond) and its output is inserted
-computed (``state.settled_value``); as nothing else can read or write meanwhile, no op node
-and no read counts are needed. The user's line is found only when it is needed: for an
-error or a floating-point warning, while the user's call is still on the stack.
+takes the lean path (``_run_fresh``), in one round of the engine lock: the queued handle
+releases are applied (a value that died with the output's size hands its block over), a
+block is taken without the store's out-of-memory ladder otherwise (the ladder's reclaimer
+needs the engine lock: when it would be needed the op takes the DAG path), the inputs are
+checked, the kernel runs (tiny: about a microsecond) and its output is inserted computed
+(``state.settled_value``); as nothing else can read or write meanwhile, no op node and no
+read counts are needed. The user's line is found only when it is needed: for an error or a
+floating-point warning, while the user's call is still on the stack. ``element_now`` reads
+one element of a computed value the same way (``x[i]``).
 """
 from __future__ import annotations
 
