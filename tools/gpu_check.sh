@@ -71,7 +71,7 @@ cat > "$WORK/bringup.py" <<'EOF'
 import importlib.metadata, os, platform, sys, time
 import numpy as np
 print("python", platform.python_version(), "numpy", np.__version__)
-for name in ("cupy-cuda13x", "torch"):
+for name in ("cupy-cuda13x", "torch", "numexpr"):
     try:
         print(name, importlib.metadata.version(name))
     except importlib.metadata.PackageNotFoundError:

@@ -18,6 +18,7 @@ import weakref
 import numpy as np
 
 from minerva import seeding
+from minerva.common import fp_errors
 from minerva.builder import SEAM, build
 from minerva.common.callsite import format_callsite, user_callsite
 from minerva.common.errors import JitError
@@ -25,6 +26,7 @@ from minerva.common.logging import get_logger
 from minerva.current import get_system
 from minerva.jit.cache import MAX_PLANS, PlanCache
 from minerva.jit.capture import ARG, TMP, Capture
+from minerva.jit.fusion import LEVELS, fuse
 from minerva.jit.plan import segments_of
 from minerva.jit.segment import SegmentCall, SegmentRun
 from minerva.jit.signature import moved, offset_of, offsets, relative, signature
@@ -45,17 +47,17 @@ class Plan:
     places its views at a replay; ``pinned`` holds the offsets the plan is kept for when
     it used such a storage through another handle (None: any offsets)."""
 
-    def __init__(self, capture: Capture, result, results: list, args):
+    def __init__(self, capture: Capture, result, results: list, args, level: str = "all"):
         self.values = capture.values
         self.seeds = capture.seeds
         self.n_ops = len(capture.steps)
         self.movable = {vid: capture.values[vid].index for vid in capture.movable}
         self.pinned = offsets(args) if capture.untracked else None
         results = _made_relative(capture, results)
-        plans = segments_of(capture.steps, capture.values, [r for r, _ in results])
-        specs = [value.spec for value in capture.values]
-        self.segments = [SegmentRun(p, specs) for p in plans]
-        self.arenas = [None] * len(self.segments)
+        self._steps = capture.steps
+        self._returned = [r for r, _ in results]
+        self.main = Variant(self, level)
+        self._exact = self.main if level == "none" else None
         self.result = _rebuild(result, iter(lambda: RESULT, None))  # its shape, no arrays
         self.results = results
         for value in self.values:  # tmps are remade by each replay: drop the recorded ones
@@ -64,9 +66,62 @@ class Plan:
         self.captures = [v for v in self.values if v.kind != TMP]  # read per replay
 
     @property
+    def segments(self) -> list:
+        """The SegmentRuns of the plan's fused variant."""
+        return self.main.segments
+
+    def variant(self) -> "Variant":
+        """The variant a call replays: the unfused one while the NumPy error state in force
+        raises on some floating-point error (fused kernels report none), else the main."""
+        if self.main.level == "none" or not _raises_now():
+            return self.main
+        if self._exact is None:
+            self._exact = Variant(self, "none")
+        return self._exact
+
+    @property
     def plan_bytes(self) -> int:
         """Bytes of the arenas (the tmps' persistent buffers)."""
-        return sum(s.plan.arena_bytes for s in self.segments)
+        variants = {id(v): v for v in (self.main, self._exact) if v is not None}
+        return sum(s.plan.arena_bytes for v in variants.values() for s in v.segments)
+
+
+class Variant:
+    """A plan's steps fused at ``level`` (``minerva.jit.fusion``), cut into runnable
+    segments, with their arenas (made at the first replay)."""
+
+    def __init__(self, plan: "Plan", level: str):
+        self.level = level
+        returned = {vid for vid, _ in plan._returned}
+        self.fused = fuse(plan._steps, plan.values, returned, level, _backend)
+        plans = segments_of(self.fused.steps, plan.values, plan._returned)
+        specs = [value.spec for value in plan.values]
+        self.segments = [SegmentRun(p, specs) for p in plans]
+        self.arenas = [None] * len(self.segments)
+
+
+def _backend(device_id):
+    """The fused-kernel compiler of device ``device_id`` (None: it fuses nothing)."""
+    device = get_system().devices.get(device_id)
+    if device.kind == "cpu":
+        from minerva.device.cpu import fused
+        return fused.backend(device)
+    from minerva.device.gpu import fused
+    return fused.backend(device)
+
+
+_RAISING: dict = {}
+
+
+def _raises_now() -> bool:
+    """Whether the calling thread's NumPy error state raises on some error."""
+    captured = fp_errors.capture()
+    known = _RAISING.get(captured)
+    if known is None:
+        if len(_RAISING) > 64:
+            _RAISING.clear()
+        known = _RAISING[captured] = "raise" in np.geterr().values()
+    return known
 
 
 def _made_relative(capture: Capture, results: list) -> list:
@@ -82,15 +137,17 @@ class JitFunction:
     """A function made jitted: ``__call__`` records or replays; ``stats()`` counts.
     ``max_plans``: how many plans (signatures) it keeps, least recently used evicted."""
 
-    def __init__(self, fn, check: bool = False, max_plans: int = MAX_PLANS):
+    def __init__(self, fn, check: bool = False, max_plans: int = MAX_PLANS,
+                 fuse: bool | str = True):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.check = check
+        self.fuse = _level(fuse, check)
         self._plans = PlanCache(max_plans, getattr(fn, "__qualname__", repr(fn)))
         self.max_plans = self._plans.max_plans
         self._engine = None  # the runtime the plans were recorded in
         self._counts = {"n_records": 0, "n_replays": 0, "n_checks": 0, "n_eager": 0}
-        self._last = (0, 0)  # n_ops, n_segments of the last recorded plan
+        self._last = (0, 0, None)  # n_ops, n_segments, Fused of the last recorded plan
 
     def __call__(self, *args):
         if SEAM.hooks:  # autograd records around the call, or an outer jit captures it:
@@ -99,7 +156,7 @@ class JitFunction:
         system = get_system()
         if system.engine is not self._engine:  # a new runtime: the plans' arrays are gone
             self._plans.clear()
-            self._engine, self._last = system.engine, (0, 0)
+            self._engine, self._last = system.engine, (0, 0, None)
         key = signature(args, system.current_device())
         plan = self._plans.get(key)
         if plan is not None and plan.pinned is not None and plan.pinned != offsets(args):
@@ -117,13 +174,20 @@ class JitFunction:
         because autograd recorded around them or an outer jit captured them),
         ``n_signatures`` (plans held), ``n_evictions`` (plans evicted to keep at most
         ``max_plans``), ``n_ops`` (of the last recorded plan), ``n_segments``, ``n_fused``
-        (0: no fusion yet), ``plan_bytes`` (of the plans held)."""
+        (its ops inside fused kernels), ``n_fused_kernels`` (its fused kernels),
+        ``plan_bytes`` (of the plans held)."""
         plans = self._plans.values()
-        n_ops, n_segments = self._last
+        n_ops, n_segments, fused = self._last
         return dict(self._counts, n_signatures=len(plans),
                     n_evictions=self._plans.n_evictions, n_ops=n_ops,
-                    n_segments=n_segments, n_fused=0,
+                    n_segments=n_segments, n_fused=fused.n_fused if fused else 0,
+                    n_fused_kernels=len(fused.kernels) if fused else 0,
                     plan_bytes=sum(p.plan_bytes for p in plans))
+
+    def fused_kernels(self) -> list:
+        """The fused kernels of the last recorded plan: for each, the ops it holds."""
+        fused = self._last[2]
+        return [] if fused is None else list(fused.kernels)
 
     def _record(self, key, args):
         arrays = [x if isinstance(x, NArray) else None for x in args]
@@ -136,10 +200,10 @@ class JitFunction:
             HOST_READS.refuse = refuse
         results = [(capture.ref(x), x._spec) for x in _arrays_in(result)]
         watched = _tmp_refs(capture, {vid for (vid, _), _ in results})
-        plan = Plan(capture, result, results, args)
+        plan = Plan(capture, result, results, args, self.fuse)
         _check_nothing_kept(capture, watched)
         self._plans.put(key, plan)
-        self._last = (plan.n_ops, len(plan.segments))
+        self._last = (plan.n_ops, len(plan.segments), plan.main.fused)
         self._counts["n_records"] += 1
         return result
 
@@ -171,9 +235,10 @@ def replay(plan: Plan, args, created_at, seeds=None):
     if seeds is None:
         seeds = {seed: seeding.next_seed() for seed in plan.seeds}
     places = {vid: offset_of(args[index]) for vid, index in plan.movable.items()}
-    for k, run in enumerate(plan.segments):
+    variant = plan.variant()
+    for k, run in enumerate(variant.segments):
         segment = SegmentCall(run, places) if places else run
-        _replay_segment(engine, plan, k, segment, storages, seeds, created_at)
+        _replay_segment(engine, plan, variant, k, segment, storages, seeds, created_at)
     made = iter(NArray(storages[vid], moved(view, places[vid]) if vid in places else view,
                        spec) for (vid, view), spec in plan.results)
     return _rebuild(plan.result, made)
@@ -189,14 +254,14 @@ def _inputs(plan, args) -> dict:
     return storages
 
 
-def _replay_segment(engine, plan, k, segment, storages, seeds, created_at) -> None:
-    p = plan.segments[k].plan
+def _replay_segment(engine, plan, variant, k, segment, storages, seeds, created_at) -> None:
+    p = variant.segments[k].plan
     values = plan.values
     reads = [storages[vid] for vid in p.reads]
     writes = [storages[vid] for vid in p.writes]
     specs = [values[vid].spec for vid in p.exports] + [values[vid].spec for vid in p.writes]
     if p.arena_bytes:
-        writes.append(_arena(plan, k, p))
+        writes.append(_arena(variant, k, p))
         specs.append(ArraySpec((p.arena_bytes,), np.dtype(np.uint8)))
     outs = engine.submit(JIT_REPLAY, {"segment": segment, "seeds": seeds}, reads, specs,
                          p.device, created_at, None,
@@ -205,7 +270,7 @@ def _replay_segment(engine, plan, k, segment, storages, seeds, created_at) -> No
         storages[vid] = storage
 
 
-def _arena(plan, k, p):
+def _arena(plan: Variant, k, p):
     """The storage of segment ``k``'s arena, made on its first replay and kept (made anew
     once a failed replay left it poisoned: the tmps it holds are never read across
     replays, so the next replay need not fail too)."""
@@ -269,6 +334,18 @@ def _difference(a, b):
         return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
     except (ValueError, TypeError):
         return "shapes differ"
+
+
+def _level(fuse, check: bool) -> str:
+    """The fusion level of ``mv.jit(fn, fuse=...)``: True is "all" ("exact" under
+    ``check=True``, whose comparison is bitwise), False is "none"."""
+    if fuse is True:
+        return "exact" if check else "all"
+    if fuse is False:
+        return "none"
+    if fuse in LEVELS:
+        return fuse
+    raise ValueError(f"jit: fuse must be True, False or one of {LEVELS}, not {fuse!r}")
 
 
 def _host_read_error(what: str) -> JitError:

@@ -40,7 +40,9 @@ Device memory is host bytes and kernels are NumPy, but work is *not* done when i
 Counters for tests: ``n_syncs`` (host waits, ``synchronize``), ``n_device_syncs`` (implicit
 ones: ``free``, new pinned memory), ``n_mallocs``, ``n_frees``, ``n_pinned`` (``pinned``
 calls), ``n_pinned_allocs``, ``n_trims``; ``calls`` logs copies, waits, launches and peer
-calls; ``bound`` every ``bind``. ``complete(stream, count)`` runs a stream through its next
+calls; ``bound`` every ``bind``; ``kernels`` the ElementwiseKernels made
+(``elementwise_kernel``: the jit's fused kernels, evaluated with NumPy by
+``fake_elementwise``). ``complete(stream, count)`` runs a stream through its next
 ``count`` recorded events (all when None), for tests that release work step by step.
 """
 from __future__ import annotations
@@ -56,6 +58,7 @@ import weakref
 import numpy as np
 
 from minerva.device.gpu.layer import CudaLayer
+from tests.support.fake_elementwise import FakeElementwiseKernel
 
 INVALID_VALUE, INVALID_HANDLE, ILLEGAL_ADDRESS, LAUNCH_FAILURE = 1, 400, 700, 719
 CUBLAS_EXECUTION_FAILED, CUBLAS_INTERNAL_ERROR = 13, 14
@@ -161,6 +164,7 @@ class FakeCuda(CudaLayer):
         self.used = [0] * n_devices
         self.calls: list[tuple] = []
         self.bound: list[tuple] = []
+        self.kernels: list = []  # the ElementwiseKernels made (elementwise_kernel)
         self.n_syncs = self.n_device_syncs = self.n_mallocs = self.n_frees = 0
         self.n_pinned = self.n_pinned_allocs = self.n_trims = 0
         self.sticky: dict[int, FakeCudaError] = {}
@@ -332,6 +336,14 @@ class FakeCuda(CudaLayer):
         with self._lock:
             self.n_trims += 1
             self._pinned_free.clear()
+
+    def elementwise_kernel(self, in_params, out_params, operation, name, preamble):
+        """CuPy's ``ElementwiseKernel`` for the jit's fused kernels, evaluated with NumPy
+        (``fake_elementwise``); every kernel made is kept in ``kernels``."""
+        kernel = FakeElementwiseKernel(in_params, out_params, operation, name, preamble)
+        with self._lock:
+            self.kernels.append(kernel)
+        return kernel
 
     def view(self, chunk, offset, nbytes, shape, dtype):
         assert not chunk.freed, "a view of freed device memory"

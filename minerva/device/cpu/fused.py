@@ -1,0 +1,131 @@
+"""Fused kernels on CPU devices: a jit plan's expression trees (``minerva.jit.expr``)
+compiled once by numexpr, which evaluates them in cache-sized blocks on its own threads.
+
+numexpr is optional: without it (``available()`` False) CPU plans are not fused. Each
+primitive maps to one numexpr operation of the same dtype (float32 ``float``, float64
+``double``, int32 ``int``, int64 ``long``): IEEE ``+ - * /`` and ``sqrt`` give NumPy's bits;
+the transcendental functions call the C library's, which may differ from NumPy's own in the
+last bits. Scalars are typed constants; no numexpr optimisation rewrites the tree (trees are
+built from numexpr's nodes directly, never parsed from text).
+
+numexpr's thread count is one for the whole process: before a kernel runs it is set to the
+running device's thread count (``CpuDevice.threads``) when it differs. numexpr cuts the
+elements into blocks, which changes no element's value: a kernel's bits do not depend on
+the count.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+import weakref
+
+import numpy as np
+
+from minerva.jit import expr
+
+try:
+    import numexpr
+    from numexpr import expressions as _nodes
+    from numexpr.necompiler import NumExpr, disassemble
+except ImportError:  # pragma: no cover - depends on the environment
+    numexpr = None
+
+_KINDS = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
+          np.dtype(np.int32): "int", np.dtype(np.int64): "long", np.dtype(bool): "bool"}
+_SIGNATURE_TYPES = {"float": float, "double": np.float64, "int": np.int32,
+                    "long": np.int64, "bool": bool}
+_COMPARE = {"gt": "gt", "ge": "ge", "eq": "eq", "ne": "ne"}
+_THREADS = {"count": None}
+_THREADS_LOCK = threading.Lock()
+
+
+def available() -> bool:
+    """Whether numexpr can be imported (else CPU plans are not fused)."""
+    return numexpr is not None
+
+
+def backend(device):
+    """The kernel compiler for CPU ``device`` (None without numexpr)."""
+    if numexpr is None:
+        return None
+    ref = weakref.ref(device)
+    return functools.partial(NumexprKernel, device=ref)
+
+
+def use_threads(n: int) -> None:
+    """Make numexpr use ``n`` threads (process-wide), when it does not already."""
+    if _THREADS["count"] == n:
+        return
+    with _THREADS_LOCK:
+        if _THREADS["count"] != n:
+            numexpr.set_num_threads(n)
+            _THREADS["count"] = n
+
+
+class NumexprKernel:
+    """One tree compiled by numexpr: ``impl(xp, *arrays, out=)`` and ``bind`` as ops have;
+    ``source`` the expression as text (for reading)."""
+
+    def __init__(self, tree, in_dtypes: list, out_dtype, device):
+        self._device = device
+        self.out_dtype = out_dtype
+        names = [f"a{k}" for k in range(len(in_dtypes))]
+        leaves = [_nodes.VariableNode(n, _KINDS[d]) for n, d in zip(names, in_dtypes)]
+        node = _numexpr_tree(tree, leaves, {})
+        if not isinstance(node, _nodes.OpNode) and not isinstance(node, _nodes.FuncNode):
+            node = _nodes.OpNode("copy", [node], kind=node.astKind)
+        signature = [(n, _SIGNATURE_TYPES[_KINDS[d]]) for n, d in zip(names, in_dtypes)]
+        try:
+            self._program = NumExpr(node, signature=signature)
+        except (ValueError, RuntimeError, KeyError, TypeError) as exc:  # limits, opcodes
+            raise NotImplementedError(f"numexpr cannot compile it: {exc}") from exc
+        if any(op[0].startswith(b"cast") for op in disassemble(self._program)):
+            raise NotImplementedError("numexpr would cast an operand")  # not fused
+        self.source = source_of(tree)
+
+    def impl(self, xp, *arrays, out) -> None:
+        """Evaluate into ``out`` on the device's thread count."""
+        device = self._device()
+        use_threads(device.threads if device is not None else 1)
+        if out.size:
+            self._program(*arrays, out=out, ex_uses_vml=False)
+
+    def bind(self, xp, arrays, out, **_attrs):
+        """The evaluation on these arrays, as a callable of no arguments."""
+        return functools.partial(self.impl, xp, *arrays, out=out)
+
+
+def _numexpr_tree(tree, leaves, memo):
+    key = id(tree)
+    if key in memo:
+        return memo[key]
+    if isinstance(tree, expr.Leaf):
+        made = leaves[tree.position]
+    elif isinstance(tree, expr.Const):
+        made = _nodes.ConstantNode(tree.value)
+    else:
+        args = [_numexpr_tree(a, leaves, memo) for a in tree.args]
+        made = _numexpr_node(tree.fn, args, _KINDS[tree.dtype])
+    memo[key] = made
+    return made
+
+
+_OPCODES = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "neg": "neg",
+            "or": "or"}
+
+
+def _numexpr_node(fn, args, kind):
+    if fn in _OPCODES:
+        return _nodes.OpNode(_OPCODES[fn], args, kind=kind)
+    if fn in _COMPARE:
+        return _nodes.OpNode(_COMPARE[fn], args, kind="bool")
+    return _nodes.FuncNode("absolute" if fn == "abs" else fn, args, kind=kind)
+
+
+def source_of(tree) -> str:
+    """``tree`` as text: ``fn(args)``, leaves ``aK``, constants by value."""
+    if isinstance(tree, expr.Leaf):
+        return f"a{tree.position}"
+    if isinstance(tree, expr.Const):
+        return repr(tree.value.item())
+    return f"{tree.fn}({', '.join(source_of(a) for a in tree.args)})"

@@ -1,0 +1,361 @@
+"""Element-wise fusion of a recorded step (``mv.jit(fn, fuse=...)``).
+
+Consecutive element-wise steps of one device (a *run*) become **fused kernels**: each kernel
+computes one value, the *root*, from the run's inputs through an expression tree
+(``minerva.jit.expr``) of the steps it absorbed, whose results are never materialised. A
+step's result is a root (materialised) when something outside the run reads it (a later
+step, another segment, the function's result), when two steps read it, when it is an
+in-place write (``x += ...``), or when inlining it would read an array after another root
+of the run overwrote it. A kernel holding one op stays the plain step.
+
+Levels: ``"none"`` (no fusion), ``"exact"`` (only the primitives every backend computes
+bitwise like NumPy: arithmetic, comparisons, ``where``, ``maximum``/``minimum``, ``sqrt``,
+``abs``), ``"all"`` (also the transcendental functions of ``expr.INEXACT``).
+
+The backend of a device compiles the tree (``minerva.device.cpu.fused``: numexpr;
+``minerva.device.gpu.fused``: a CUDA ``ElementwiseKernel``); a device with no backend (a
+CPU without numexpr) gets no fused kernels.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minerva.common.logging import get_logger
+from minerva.jit import expr
+from minerva.jit.capture import Step
+from minerva.ops.elementwise import ARRAY
+from minerva.ops.registry import OpDef
+
+log = get_logger("minerva.jit")
+LEVELS = ("none", "exact", "all")
+MAX_SIZE = 64
+"""A node whose written-out tree grows beyond this many operations is materialised."""
+MAX_LEAVES = 24
+"""A node whose tree reads more inputs than this is materialised (NumPy's iterators take
+at most 64 operands)."""
+
+
+class Fused:
+    """What fusion made of a plan's steps: ``steps`` (fused kernels in place of the runs they
+    absorbed), ``n_fused`` (ops inside fused kernels) and ``kernels`` (each kernel's ops)."""
+
+    def __init__(self, steps: list, kernels: list):
+        self.steps = steps
+        self.kernels = kernels
+        self.n_fused = sum(len(ops) for ops in kernels)
+
+
+def fuse(steps: list, values: list, returned: set, level: str, backends) -> Fused:
+    """Fuse the runs of ``steps`` (``returned``: vids the function returns; ``backends``:
+    device id -> a kernel compiler, or None)."""
+    if level == "none":
+        return Fused(list(steps), [])
+    out, kernels, i = [], [], 0
+    while i < len(steps):
+        backend = backends(steps[i].device)
+        j = i
+        while j < len(steps) and backend is not None and steps[j].device == steps[i].device \
+                and _builder(steps[j], values, level) is not None:
+            j += 1
+        if j - i >= 2:
+            later = _read_after(steps, j, returned)
+            made = _fuse_run(steps[i:j], values, later, level, backend)
+            out.extend(made)
+            kernels.extend(s.op_def.fused_ops for s in made if isinstance(s.op_def, FusedOpDef))
+            i = j
+        else:
+            out.append(steps[i])
+            i += 1
+    return Fused(out, kernels)
+
+
+def _read_after(steps, j, returned) -> set:
+    read = set(returned)
+    for step in steps[j:]:
+        read.update(vid for vid, _ in step.ins + step.outs)
+    return read
+
+
+# ---- which steps fuse, and as what tree -------------------------------------------------
+
+def dtype_of(values, pair):
+    """The dtype a ``(vid, view)`` is read as."""
+    vid, view = pair
+    read_as = None if view is None else getattr(view[1], "dtype", None)  # x.view(dtype)
+    return values[vid].spec.dtype if read_as is None else read_as
+
+
+def _allowed(name: str, dtype) -> bool:
+    """Whether op ``name`` fuses on operands of ``dtype``."""
+    if dtype in expr.INTS:
+        return name in expr.INTEGER_OK
+    return dtype in expr.FLOATS
+
+
+def _scalar_const(scalar, dtype):
+    """``scalar`` as a Const of ``dtype`` when NumPy computes in ``dtype`` with it."""
+    if not isinstance(scalar, (int, float, np.integer, np.floating)) or isinstance(
+            scalar, (bool, np.bool_)):
+        return None
+    try:
+        if np.result_type(dtype, scalar) != dtype:
+            return None
+    except (OverflowError, TypeError):
+        return None
+    if isinstance(scalar, (float, np.floating)) and not np.isfinite(scalar):
+        return None
+    if dtype.kind in "iu" and not isinstance(scalar, (int, np.integer)):
+        return None
+    return expr.Const(scalar, dtype)
+
+
+def _builder(step, values, level):
+    """A function of the step's input trees giving its tree, or None: the step stays."""
+    if len(step.outs) != 1 or step.outs[0][1] is not None or "seed" in step.attrs:
+        return None
+    name = step.op_def.name
+    out_dtype = values[step.outs[0][0]].spec.dtype
+    ins = [dtype_of(values, pair) for pair in step.ins]
+    if step.write and any(vid == step.outs[0][0] and view is not None
+                          for vid, view in step.ins):
+        return None
+    build = _build_of(name, step, ins, out_dtype)
+    if build is None:
+        return None
+    if level == "exact" and _inexact(name):
+        return None
+    return build
+
+
+def _inexact(name: str) -> bool:
+    base = name[:-7] if name.endswith("_scalar") else name
+    return base in ("exp", "log", "sin", "cos", "tanh", "expm1", "log1p", "sigmoid")
+
+
+def _build_of(name, step, ins, out_dtype):
+    if name == "where":
+        return _where_builder(step, ins, out_dtype)
+    compare = name in ("greater", "greater_equal", "less", "less_equal", "equal",
+                       "not_equal") or name[:-7] in ("greater", "greater_equal", "less",
+                                                     "less_equal", "equal", "not_equal")
+    operand = ins[0] if ins else None
+    if operand is None or not _allowed(name.removesuffix("_scalar"), operand):
+        return None
+    if any(d != operand for d in ins) or out_dtype != (expr.BOOL if compare else operand):
+        return None
+    if name in expr.BINARY and len(ins) == 2:
+        return lambda args: expr.BINARY[name](*args)
+    if name in expr.UNARY and len(ins) == 1:
+        if operand not in expr.FLOATS and name != "negative":
+            return None
+        return lambda args: expr.UNARY[name](*args)
+    base = name.removesuffix("_scalar")
+    if name.endswith("_scalar") and base in expr.BINARY and len(ins) == 1:
+        const = _scalar_const(step.attrs["scalar"], operand)
+        if const is None:
+            return None
+        if step.attrs["reverse"]:
+            return lambda args: expr.BINARY[base](const, args[0])
+        return lambda args: expr.BINARY[base](args[0], const)
+    return None
+
+
+def _where_builder(step, ins, out_dtype):
+    layout = step.attrs.get("layout")
+    if layout is None or layout[0] is not ARRAY or ins[0] != expr.BOOL:
+        return None
+    if not _allowed("where", out_dtype):
+        return None
+    dtypes = iter(ins[1:])
+    parts = []
+    for item in layout[1:]:
+        if item is ARRAY:
+            if next(dtypes) != out_dtype:
+                return None
+            parts.append(None)
+        else:
+            const = _scalar_const(item, out_dtype)
+            if const is None:
+                return None
+            parts.append(const)
+
+    def build(args):
+        arrays = iter(args[1:])
+        x, y = (next(arrays) if p is None else p for p in parts)
+        return expr.Node("where", (args[0], x, y), out_dtype)
+    return build
+
+
+# ---- a run into kernels -----------------------------------------------------------------
+
+def _fuse_run(run: list, values: list, later: set, level: str, backend) -> list:
+    roots = _initial_roots(run, later)
+    while True:
+        trees, kernel_of, leaves = _trees(run, values, roots, level)
+        extra = _hazards(run, roots, kernel_of, leaves)
+        if not extra - roots:
+            break
+        roots |= extra
+    held = _held(run, roots, kernel_of)
+    return [made for i in sorted(roots)
+            for made in _kernel_steps(run, i, trees[i], held[i], values, backend)]
+
+
+def _held(run, roots, kernel_of) -> dict:
+    """Root index -> the indices of the steps its kernel holds."""
+    held = {i: [] for i in roots}
+    for i in range(len(run)):
+        held[kernel_of[i]].append(i)
+    return held
+
+
+def _initial_roots(run, later) -> set:
+    """Writes, values read after the run, and values not read exactly once (whole)."""
+    uses: dict = {}
+    for step in run:
+        for vid, view in step.ins:
+            uses[vid] = uses.get(vid, 0) + (1 if view is None else 2)
+    return {i for i, step in enumerate(run)
+            if step.write or step.outs[0][0] in later or uses.get(step.outs[0][0], 0) != 1}
+
+
+class _Pending:
+    """A non-root step's tree while the run is walked: the node, the leaves it reads, its
+    index and its distinct leaves."""
+
+    __slots__ = ("tree", "leaves", "index", "distinct")
+
+    def __init__(self, tree, leaves, index, distinct):
+        self.tree, self.leaves, self.index, self.distinct = tree, leaves, index, distinct
+
+
+def _trees(run, values, roots: set, level):
+    """Each step's tree over its kernel's leaves; the kernel (root index) each step is in;
+    per step, the leaves ``(vid, view, reading step)`` its tree reads. A step whose tree
+    would grow beyond ``MAX_SIZE`` operations or ``MAX_LEAVES`` inputs is made a root
+    (added to ``roots``)."""
+    pending: dict = {}   # vid -> _Pending of a non-root step made in the run
+    trees, leaves_of, consumer = {}, {}, {}
+    for i, step in enumerate(run):
+        leaves, args, distinct = [], [], set()
+        for vid, view in step.ins:
+            inner = pending.pop(vid, None) if view is None else None
+            if inner is not None:
+                consumer[inner.index] = i
+                leaves.extend(inner.leaves)
+                args.append(inner.tree)
+                distinct |= inner.distinct
+            else:
+                leaves.append((vid, view, i))
+                args.append(("leaf", vid, view))
+                distinct.add((vid, view))
+        tree = _builder(step, values, level)(_as_nodes(args, values))
+        size = expr.size(tree)
+        trees[i], leaves_of[i] = tree, leaves
+        if i not in roots and (size > MAX_SIZE or len(distinct) > MAX_LEAVES):
+            roots.add(i)
+        if i not in roots:
+            pending[step.outs[0][0]] = _Pending(tree, leaves, i, distinct)
+    kernel_of = {}
+    for i in reversed(range(len(run))):
+        kernel_of[i] = i if i in roots else kernel_of.get(consumer.get(i), i)
+    return trees, kernel_of, leaves_of
+
+
+def _as_nodes(args, values):
+    """Leaf markers as provisional leaves (numbered per kernel in ``_kernel_step``)."""
+    return [expr.Leaf(("pending", a[1], a[2]), dtype_of(values, (a[1], a[2])))
+            if isinstance(a, tuple) else a for a in args]
+
+
+def _hazards(run, roots, kernel_of, leaves) -> set:
+    """Steps whose inlined reads would see a value a root overwrites before their kernel
+    runs (or, in their own kernel, through another view)."""
+    writes = {i: run[i].outs[0][0] for i in roots if run[i].write}
+    extra = set()
+    for i in range(len(run)):
+        if i in roots:
+            continue
+        k = kernel_of[i]
+        for vid, view, reader in leaves[i]:
+            if reader != i:
+                continue
+            if any(i < r < k and w == vid for r, w in writes.items()) or (
+                    writes.get(k) == vid and view is not None):
+                extra.add(i)
+    return extra
+
+
+def _distinct_leaves(tree) -> list:
+    found: dict = {}
+
+    def walk(node):
+        if isinstance(node, expr.Leaf):
+            found.setdefault(node.position, node)
+        elif isinstance(node, expr.Node):
+            for a in node.args:
+                walk(a)
+    walk(tree)
+    return list(found.values())
+
+
+def _kernel_steps(run, i, tree, held, values, backend) -> list:
+    """Root ``i``'s kernel as steps: the steps it holds when there is one, or when the
+    backend cannot compile it (NotImplementedError), else one fused kernel."""
+    if len(held) < 2:
+        return [run[i]]
+    try:
+        return [_kernel_step(run, i, tree, held, values, backend)]
+    except NotImplementedError as exc:
+        log.debug("jit_not_fused", ops=[run[j].op_def.name for j in held], why=str(exc))
+        return [run[j] for j in sorted(held)]
+
+
+def _kernel_step(run, i, tree, held, values, backend):
+    """Root ``i``'s kernel as one fused Step reading its distinct leaves."""
+    step = run[i]
+    inputs = _distinct_leaves(tree)
+    numbered = {leaf.position: k for k, leaf in enumerate(inputs)}
+    ins = [(pos[1], pos[2]) for pos in numbered]
+    tree = _renumbered(tree, numbered, {})
+    ops = tuple(run[j].op_def.name for j in sorted(held))
+    op_def = fused_op(tree, [leaf.dtype for leaf in inputs],
+                      values[step.outs[0][0]].spec.dtype, ops, backend)
+    return Step(op_def, {}, ins, list(step.outs), step.write, step.device, step.created_at)
+
+
+def _renumbered(tree, numbered, memo):
+    key = id(tree)
+    if key in memo:
+        return memo[key]
+    if isinstance(tree, expr.Leaf):
+        made = expr.Leaf(numbered[tree.position], tree.dtype)
+    elif isinstance(tree, expr.Node):
+        made = expr.Node(tree.fn, tuple(_renumbered(a, numbered, memo) for a in tree.args),
+                         tree.dtype)
+    else:
+        made = tree
+    memo[key] = made
+    return made
+
+
+def _never_inferred(*_specs, **_attrs):
+    raise RuntimeError("internal: a fused kernel's output is planned, not inferred")
+
+
+def fused_op(tree, in_dtypes: list, out_dtype, ops: tuple, backend) -> OpDef:
+    """An OpDef (not registered) running ``tree`` through ``backend``; its name lists the
+    ops it holds (traces show it), ``fused_ops`` holds them."""
+    kernel = backend(tree, in_dtypes, out_dtype)
+    op_def = FusedOpDef(f"fused[{'+'.join(ops)}]", _never_inferred, kernel.impl)
+    op_def.bind = kernel.bind
+    op_def.fused_ops = ops
+    op_def.kernel = kernel
+    return op_def
+
+
+class FusedOpDef(OpDef):
+    """The OpDef of a fused kernel: ``fused_ops`` (the ops it holds, in order) and
+    ``kernel`` (the backend's compiled kernel: ``impl``, ``bind``, ``source``)."""
+
+    __slots__ = ("fused_ops", "kernel")

@@ -1,0 +1,336 @@
+"""Element-wise fusion of jit replays (``mv.jit(fn, fuse=...)``, doc/jit.md "Fusion").
+
+Random element-wise programs run four ways: NumPy, eager minerva, jitted unfused
+(``fuse=False``), jitted fused. Exact kernels (arithmetic, comparisons, ``where``,
+``maximum``, ``sqrt``, ``abs``) must give NumPy's bits; the transcendental functions of
+numexpr are held to the documented bound (``ULP_BOUND`` ulps of NumPy's result).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minerva as mv
+from minerva.device.cpu import fused as cpu_fused
+from tests.conftest import start_engine
+from tests.support.jit_fixtures import assert_same
+
+pytestmark = pytest.mark.skipif(not cpu_fused.available(), reason="numexpr is not installed")
+
+ULP_BOUND = 4
+"""doc/jit.md: a fused transcendental function is within 4 ulps of NumPy's result."""
+SHAPE = (6, 7)
+SEEDS = range(12)
+
+
+@pytest.fixture
+def runtime():
+    start_engine("dag")
+    yield
+    mv.shutdown(timeout=30)
+
+
+# ---- random programs ------------------------------------------------------------------
+
+EXACT_BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum")
+EXACT_UNARY = ("negative", "absolute", "square", "sqrt_abs")
+INEXACT_UNARY = ("exp_neg_abs", "tanh", "sin", "cos", "log1p_abs")
+SCALARS = (2.0, 0.5, -1.25, 3, 0.1)
+
+
+def unary(ns, name, x):
+    """One unary step of a program (kept in the domain where values stay finite)."""
+    if name == "sqrt_abs":
+        return ns.sqrt(ns.absolute(x))
+    if name == "exp_neg_abs":
+        return ns.exp(-ns.absolute(x))
+    if name == "log1p_abs":
+        return ns.log1p(ns.absolute(x))
+    return getattr(ns, name)(x)
+
+
+def program(rng, n_ops: int, unaries, binaries=EXACT_BINARY, scalars=SCALARS,
+            scalar_ops=("+", "-", "*", "/", "r-", "r*")) -> list:
+    """``n_ops`` random instructions over 4 inputs (see ``run``)."""
+    code = []
+    for k in range(n_ops):
+        n = 4 + k
+        kind = rng.choice(["binary", "scalar", "unary", "where"], p=[0.35, 0.3, 0.2, 0.15])
+        pick = [int(i) for i in rng.integers(max(0, n - 5), n, 3)]
+        if kind == "binary":
+            code.append(("binary", str(rng.choice(binaries)), pick[:2]))
+        elif kind == "scalar":
+            op = str(rng.choice(scalar_ops))
+            code.append(("scalar", op, pick[:1], scalars[rng.integers(len(scalars))]))
+        elif kind == "unary":
+            code.append(("unary", str(rng.choice(unaries)), pick[:1]))
+        else:
+            code.append(("where", "where", pick))
+    return code
+
+
+def run(ns, code, inputs) -> tuple:
+    """The program over ``inputs`` with namespace ``ns`` (NumPy or minerva); returns the
+    last value and one intermediate (which the fusion must materialise)."""
+    values = list(inputs)
+    for instruction in code:
+        kind, op, args = instruction[:3]
+        xs = [values[i] for i in args]
+        if kind == "binary":
+            values.append(getattr(ns, op)(xs[0], xs[1]))
+        elif kind == "unary":
+            values.append(unary(ns, op, xs[0]))
+        elif kind == "where":
+            values.append(ns.where(xs[0] > xs[1], xs[1], xs[2]))
+        else:
+            s, x = instruction[3], xs[0]
+            values.append({"+": lambda: x + s, "-": lambda: x - s, "*": lambda: x * s,
+                           "/": lambda: x / s, "r-": lambda: s - x, "r*": lambda: s * x}[op]())
+    return values[-1], values[len(values) // 2 + 2]
+
+
+def host_inputs(rng, dtype) -> list:
+    """A full array, a row, a column and a 0-d array: every step broadcasts."""
+    shapes = [SHAPE, SHAPE[1:], (SHAPE[0], 1), ()]
+    if np.dtype(dtype).kind == "i":
+        return [rng.integers(-50, 50, s).astype(dtype) for s in shapes]
+    return [np.asarray(rng.standard_normal(s) * 3, dtype) for s in shapes]
+
+
+def four_ways(code, host, fuse=True):
+    """NumPy's results, eager minerva's, the unfused replay's and the fused replay's (each
+    replay the second call of its jitted function), and the fused function."""
+    with np.errstate(all="ignore"):
+        want = run(np, code, host)
+        eager = [r.to_numpy() for r in run(mv, code, [mv.array(a) for a in host])]
+        results = []
+        for level in (False, fuse):
+            jitted = mv.jit(lambda *xs: run(mv, code, xs), fuse=level)
+            jitted(*[mv.array(a) for a in host])
+            results.append([r.to_numpy() for r in jitted(*[mv.array(a) for a in host])])
+    return want, eager, results[0], results[1], jitted
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_exact_fused_chains_equal_numpy_bitwise(runtime, dtype):
+    fused_somewhere = 0
+    for seed in SEEDS:
+        rng = np.random.default_rng(seed)
+        if np.dtype(dtype).kind == "f":
+            code = program(rng, 14, EXACT_UNARY)
+        else:   # integer programs stay integer (wrapping arithmetic)
+            code = program(rng, 14, ("negative",), ("add", "subtract", "multiply", "maximum",
+                                                    "minimum"), (2, 3, -1), ("+", "-", "*"))
+        want, eager, unfused, fused, jitted = four_ways(code, host_inputs(rng, dtype))
+        for results in (eager, unfused, fused):
+            for w, g in zip(want, results):
+                assert_same(w, g)
+        fused_somewhere += jitted.stats()["n_fused"]
+    assert fused_somewhere > 0
+
+
+def test_mixed_dtypes_fuse_only_where_numpy_computes_in_one_dtype(runtime):
+    rng = np.random.default_rng(7)
+    f32, f64, i32 = (rng.standard_normal(SHAPE).astype(np.float32),
+                     rng.standard_normal(SHAPE), rng.integers(-9, 9, SHAPE).astype(np.int32))
+
+    def f(ns, a, b, c):
+        x = a * 2.0 + a          # float32, fused
+        y = x + c                # float32 + int32 -> float64 (not fused)
+        z = y * b - 1.5          # float64, fused
+        w = c * 3 + c            # int32, fused
+        return z, w, (a > 0.5) & (c < 2), x / 3
+    want = f(np, f32, f64, i32)
+    jitted = mv.jit(lambda *xs: f(mv, *xs))
+    for _ in range(2):
+        got = jitted(mv.array(f32), mv.array(f64), mv.array(i32))
+    for w, g in zip(want, got):
+        assert_same(w, g)
+    assert jitted.stats()["n_fused"] >= 6
+    assert ("add", "multiply_scalar", "subtract_scalar") in [k[-3:] for k in
+                                                             jitted.fused_kernels()] or \
+        any("add" in k for k in jitted.fused_kernels())
+
+
+def ulps(a, b) -> np.ndarray:
+    """Distance in units in the last place between two float arrays of one dtype."""
+    ints = np.int64 if a.dtype == np.float64 else np.int32
+    ia, ib = a.view(ints).astype(np.int64), b.view(ints).astype(np.int64)
+    ia = np.where(ia < 0, np.iinfo(ints).min - ia, ia)   # monotone order of the floats
+    ib = np.where(ib < 0, np.iinfo(ints).min - ib, ib)
+    return np.abs(ia - ib)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["exp", "log", "sin", "cos", "tanh", "expm1", "log1p",
+                                  "sigmoid"])
+def test_fused_transcendentals_are_within_the_documented_bound(runtime, dtype, name):
+    rng = np.random.default_rng(3)
+    host = (rng.standard_normal(20_000) * 4).astype(dtype)
+    if name in ("log", "log1p"):
+        host = np.abs(host) + dtype(0.01)
+    function = (lambda ns, x: 1 / (1 + ns.exp(-x))) if name == "sigmoid" else (
+        lambda ns, x: getattr(ns, name)(x))
+    jitted = mv.jit(lambda x: -function(mv, x - 0.0))   # - and - 0.0: exact, fused with it
+    x = mv.array(host)
+    jitted(x)
+    got = jitted(x).to_numpy()
+    want = -function(np, host - 0.0).astype(dtype)
+    assert jitted.stats()["n_fused"] >= 3
+    assert got.dtype == want.dtype
+    assert int(ulps(got, want).max()) <= ULP_BOUND
+    exact = mv.jit(lambda x: -function(mv, x - 0.0), fuse="exact")
+    exact(x)
+    assert_same(want, exact(x))
+
+
+def test_chains_with_transcendentals_stay_close_to_numpy(runtime):
+    for seed in SEEDS:
+        rng = np.random.default_rng(100 + seed)
+        code = program(rng, 14, EXACT_UNARY[:3] + INEXACT_UNARY,
+                       ("add", "subtract", "multiply", "maximum", "minimum"))
+        for dtype, rtol in ((np.float32, 1e-4), (np.float64, 1e-11)):
+            host = host_inputs(rng, dtype)
+            want, eager, unfused, fused, _ = four_ways(code, host)
+            for w, e, u, g in zip(want, eager, unfused, fused):
+                assert_same(w, e)
+                assert_same(w, u)
+                scale = max(1.0, float(np.max(np.abs(w))))
+                np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * scale)
+
+
+# ---- views, in-place writes, devices ----------------------------------------------------
+
+def test_view_arguments_and_in_place_updates(runtime):
+    rng = np.random.default_rng(11)
+    data = rng.standard_normal((8, 10)).astype(np.float32)
+    acc_host = rng.standard_normal((4, 10)).astype(np.float32)
+
+    def f(ns, acc, x, y):
+        acc += x * 2.0 - y        # in place: the written value is the kernel's output
+        acc *= 0.5
+        t = ns.maximum(acc, 0.0) + y
+        return t * t, acc - 1.0
+    whole = mv.array(data)
+    acc = mv.array(acc_host)
+    jitted = mv.jit(lambda *xs: f(mv, *xs))
+    want_acc = acc_host.copy()
+    for start in (0, 2, 4):
+        x, y = whole[start:start + 4], whole[start:start + 4, ::-1]   # views, moving
+        got = jitted(acc, x, y)
+        want = f(np, want_acc, data[start:start + 4], data[start:start + 4, ::-1])
+        for w, g in zip(want, got):
+            assert_same(w, g)
+        assert_same(want_acc, acc)
+    assert jitted.stats()["n_records"] == 1 and jitted.stats()["n_fused"] >= 5
+
+
+def test_a_read_after_an_in_place_write_sees_the_new_value(runtime):
+    def f(ns, x, y):
+        t = x * 3.0               # read before the write: must not be recomputed after it
+        x -= y
+        return t + x, x
+    rng = np.random.default_rng(5)
+    xh, yh = rng.standard_normal(50), rng.standard_normal(50)
+    jitted = mv.jit(lambda *xs: f(mv, *xs))
+    for _ in range(3):
+        x, want_x = mv.array(xh), xh.copy()
+        got = jitted(x, mv.array(yh))
+        want = f(np, want_x, yh)
+        for w, g in zip(want, got):
+            assert_same(w, g)
+
+
+def test_ops_of_different_devices_never_fuse_together(runtime):
+    devices = [mv.create_cpu_device(), mv.create_cpu_device()]
+    mv.set_device(devices[0])
+
+    def f(x, per_block):
+        for k in range(6):
+            with mv.device(devices[k // per_block % 2]):
+                x = x * 1.5 + 0.25 if k % 2 else x - 0.75
+        return x
+    host = np.linspace(-2, 2, 30)
+    want = host
+    for k in range(6):
+        want = want * 1.5 + 0.25 if k % 2 else want - 0.75
+    for per_block, kernels in ((1, [("multiply_scalar", "add_scalar")] * 3),
+                               (2, [("subtract_scalar", "multiply_scalar", "add_scalar")] * 3)):
+        jitted = mv.jit(lambda x: f(x, per_block))
+        for _ in range(2):
+            got = jitted(mv.array(host))
+        assert_same(want, got)
+        assert jitted.fused_kernels() == kernels
+        assert jitted.stats()["n_segments"] == 6 // per_block
+
+
+# ---- plans, stats, fallbacks -------------------------------------------------------------
+
+def chain(x):
+    a = x * 2.0
+    b = a + 1.0
+    c = mv.sqrt(abs(b)) * x
+    return (c - x).sum()
+
+
+def test_fused_plans_materialise_no_intermediate(runtime):
+    x = mv.ones(1000, dtype=np.float32)
+    fused, unfused = mv.jit(chain), mv.jit(chain, fuse=False)
+    for _ in range(2):
+        assert float(fused(x)) == float(unfused(x)) == float(chain(x))
+    stats = fused.stats()
+    assert (stats["n_ops"], stats["n_fused"], stats["n_fused_kernels"]) == (7, 6, 1)
+    assert fused.fused_kernels() == [("multiply_scalar", "add_scalar", "absolute", "sqrt",
+                                      "multiply", "subtract")]
+    assert stats["plan_bytes"] == 4096 < unfused.stats()["plan_bytes"]   # c's slot alone
+    assert unfused.stats()["n_fused"] == 0
+
+
+def test_without_numexpr_the_replay_is_unfused_with_the_same_results(runtime, monkeypatch):
+    monkeypatch.setattr(cpu_fused, "numexpr", None)
+    x = mv.array(np.linspace(-3, 3, 100))
+    jitted = mv.jit(chain)
+    results = [float(jitted(x)) for _ in range(2)]
+    assert results == [float(chain(x))] * 2
+    assert jitted.stats()["n_fused"] == 0
+
+
+def test_check_mode_fuses_the_exact_kernels_and_compares_bitwise(runtime):
+    jitted = mv.jit(lambda x: mv.exp(x * 2.0 + 1.0) * 3.0 - x, check=True)
+    x = mv.array(np.linspace(-1, 1, 64, dtype=np.float32))
+    for _ in range(3):
+        jitted(x).wait()
+    assert jitted.stats()["n_checks"] == 2
+    assert jitted.fused_kernels() == [("multiply_scalar", "add_scalar"),
+                                      ("multiply_scalar", "subtract")]
+
+
+def test_an_error_state_that_raises_replays_unfused(runtime):
+    jitted = mv.jit(lambda x, y: (x * 2.0) / y + 1.0)
+    x, y = mv.array(np.ones(8)), mv.array(np.zeros(8))
+    jitted(x, mv.array(np.ones(8)))
+    assert jitted.stats()["n_fused"] == 3
+    with np.errstate(divide="raise"):
+        result = jitted(x, y)
+        with pytest.raises(mv.OpError, match="divide by zero"):
+            result.wait()
+    assert jitted(x, y).to_numpy().tolist() == [np.inf] * 8   # default state: fused
+
+
+def test_fuse_takes_booleans_and_levels_only():
+    with pytest.raises(ValueError, match="fuse"):
+        mv.jit(chain, fuse="fast")
+
+
+def test_traces_name_the_fused_kernels(runtime, tmp_path):
+    import json
+    x = mv.ones(100)
+    jitted = mv.jit(chain)
+    jitted(x).wait()
+    mv.profiler.start(str(tmp_path / "trace.json"))
+    jitted(x).wait()
+    with open(mv.profiler.stop(), encoding="utf-8") as trace:
+        names = [e["name"] for e in json.load(trace)["traceEvents"]
+                 if e.get("cat") == "jit-step"]
+    assert "fused[multiply_scalar+add_scalar+absolute+sqrt+multiply+subtract]" in names
+    assert "sum" in names
