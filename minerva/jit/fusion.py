@@ -28,8 +28,9 @@ from minerva.ops.registry import OpDef
 
 log = get_logger("minerva.jit")
 LEVELS = ("none", "exact", "all")
-MAX_SIZE = 64
-"""A node whose written-out tree grows beyond this many operations is materialised."""
+MAX_SIZE = 128
+"""A node whose written-out tree grows beyond this many operations is materialised (the
+compilers walk trees recursively: numexpr's stops near 500 levels)."""
 MAX_LEAVES = 24
 """A node whose tree reads more inputs than this is materialised (NumPy's iterators take
 at most 64 operands)."""

@@ -68,9 +68,10 @@ def test_the_kernel_is_generated_once_per_plan_with_typed_parameters(layer):
     assert [(name, dtype.name) for name, dtype in kernel.in_params] == [
         ("in0", "float64"), ("in1", "float64")]
     assert [(name, dtype.name) for name, dtype in kernel.out_params] == [("out0", "float64")]
+    three, one_half = (int(np.float64(v).view(np.uint64)) for v in (3.0, 1.5))
     assert kernel.operation == (
-        "out0 = mv_add(mv_mul(mv_sub(mv_mul(in0, mv_f64(0x1.8000000000000p+1)), in1), in1), "
-        "mv_f64(0x1.8000000000000p+0));")
+        f"out0 = mv_add(mv_mul(mv_sub(mv_mul(in0, mv_f64({three}ULL)), in1), in1), "
+        f"mv_f64({one_half}ULL));")
     assert kernel.preamble == gpu_fused.PREAMBLE and "__dmul_rn" in kernel.preamble
     assert kernel.name.startswith("minerva_fused_")
     assert kernel.n_calls == 3    # the recording ran eagerly; three replays, one kernel

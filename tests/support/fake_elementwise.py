@@ -2,8 +2,9 @@
 kernels minerva's jit generates (``minerva.device.gpu.fused``) with NumPy.
 
 The operation must be one assignment ``out0 = <call>;`` of nested calls to the device
-functions of ``minerva.device.gpu.fused.PREAMBLE`` (``mv_add(in0, mv_f32(0x1.8p+0))``)
-over the kernel's inputs; the stand-in parses it, checks that every input has the dtype
+functions of ``minerva.device.gpu.fused.PREAMBLE`` (``mv_add(in0, in1)``)
+over the kernel's inputs (``mv_f32(1069547520ULL)``: a float32 by its bits); the
+stand-in parses it, checks that every input has the dtype
 its parameter declares and that the result has the output's dtype (a real kernel would
 convert silently), and writes it into the output (inputs broadcast as CuPy does)."""
 from __future__ import annotations
@@ -19,10 +20,11 @@ _FUNCTIONS = {"mv_add": np.add, "mv_sub": np.subtract, "mv_mul": np.multiply,
               "mv_abs": np.absolute, "mv_exp": np.exp, "mv_log": np.log, "mv_sin": np.sin,
               "mv_cos": np.cos, "mv_tanh": np.tanh, "mv_expm1": np.expm1,
               "mv_log1p": np.log1p}
-_CONSTANTS = {"mv_f32": np.float32, "mv_f64": np.float64, "mv_i32": np.int32,
-              "mv_i64": np.int64}
-_TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_]\w*)|(?P<number>-?0x[0-9a-fA-F.]+p[-+]?\d+"
-                    r"|-?\d+LL)|(?P<punct>[(),]))")
+_CONSTANTS = {"mv_f32": lambda bits: np.uint32(bits).view(np.float32),
+              "mv_f64": lambda bits: np.uint64(bits).view(np.float64),
+              "mv_i32": np.int32, "mv_i64": np.int64}
+"""The constants' functions: a float's bits (``1069547520ULL``), an integer's value."""
+_TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_]\w*)|(?P<number>-?\d+U?LL)|(?P<punct>[(),]))")
 
 
 def _params(text: str) -> list:
@@ -75,8 +77,7 @@ def _evaluate(tokens: list, env: dict):
     assert rest and rest[0] == "(", f"unknown name {head!r}"
     rest = rest[1:]
     if head in _CONSTANTS:
-        literal = rest[0]
-        value = (float.fromhex(literal) if "p" in literal else int(literal[:-2]))
+        value = int(rest[0].rstrip("UL"))
         assert rest[1] == ")"
         return _CONSTANTS[head](value), rest[2:]
     args = []

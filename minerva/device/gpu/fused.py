@@ -8,7 +8,8 @@ in2);``, to the device functions of ``PREAMBLE``: the float and double arithmeti
 fused multiply-add, so each operation is rounded once, as NumPy's (and CuPy's eager
 ufuncs') are; ``sqrt`` is the correctly rounded ``__fsqrt_rn``/``__dsqrt_rn``; the
 transcendental functions are CUDA's, within their documented ulp bounds of the exact
-value. Scalars are written as exact hexadecimal literals of their dtype.
+value. A float scalar is written as its bits (``mv_f32(1069547520ULL)`` is 1.5f, through
+``__int_as_float``), so no literal is rounded by the compiler.
 
 The layer makes the kernel: ``layer.elementwise_kernel(in_params, out_params, operation,
 name, preamble)`` where the layer has one (the CUDA test double evaluates the body with
@@ -60,8 +61,10 @@ def _preamble() -> str:
         lines.append(f"__device__ __forceinline__ float mv_{fn}(float a) {{ return {f32}(a); }}")
         lines.append(f"__device__ __forceinline__ double mv_{fn}(double a) "
                      f"{{ return {f64}(a); }}")
-    lines.append("__device__ __forceinline__ float mv_f32(double a) { return (float)a; }")
-    lines.append("__device__ __forceinline__ double mv_f64(double a) { return a; }")
+    lines.append("__device__ __forceinline__ float mv_f32(unsigned long long bits) "
+                 "{ return __int_as_float((int)(unsigned int)bits); }")
+    lines.append("__device__ __forceinline__ double mv_f64(unsigned long long bits) "
+                 "{ return __longlong_as_double((long long)bits); }")
     lines.append("__device__ __forceinline__ int mv_i32(long long a) { return (int)a; }")
     lines.append("__device__ __forceinline__ long long mv_i64(long long a) { return a; }")
     return "\n".join(lines) + "\n"
@@ -83,8 +86,11 @@ def body_of(tree) -> str:
     if isinstance(tree, expr.Leaf):
         return f"in{tree.position}"
     if isinstance(tree, expr.Const):
-        value = tree.value.item()
-        literal = float(value).hex() if tree.dtype.kind == "f" else f"{int(value)}LL"
+        if tree.dtype.kind == "f":   # the exact bits of the float, as an unsigned integer
+            bits = int(tree.value.view(np.uint32 if tree.dtype.itemsize == 4 else np.uint64))
+            literal = f"{bits}ULL"
+        else:
+            literal = f"{int(tree.value)}LL"
         return f"{_CONST_CALLS[tree.dtype]}({literal})"
     return f"mv_{tree.fn}({', '.join(body_of(a) for a in tree.args)})"
 
