@@ -63,6 +63,13 @@ def size(tree) -> int:
     return 1 + sum(size(a) for a in tree.args)
 
 
+def depth(tree) -> int:
+    """Levels of operations of ``tree``."""
+    if not isinstance(tree, Node):
+        return 0
+    return 1 + max(depth(a) for a in tree.args)
+
+
 def functions(tree) -> set:
     """The primitives ``tree`` uses."""
     if not isinstance(tree, Node):

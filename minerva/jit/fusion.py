@@ -28,9 +28,12 @@ from minerva.ops.registry import OpDef
 
 log = get_logger("minerva.jit")
 LEVELS = ("none", "exact", "all")
-MAX_SIZE = 128
-"""A node whose written-out tree grows beyond this many operations is materialised (the
-compilers walk trees recursively: numexpr's stops near 500 levels)."""
+MAX_SIZE = 1024
+"""A node whose tree written out (a shared subtree counted at each use) grows beyond this
+many operations is materialised: the compilers expand trees before sharing them again."""
+MAX_DEPTH = 128
+"""A node whose tree is deeper than this is materialised (the compilers walk trees
+recursively: numexpr's stops near 500 levels)."""
 MAX_LEAVES = 24
 """A node whose tree reads more inputs than this is materialised (NumPy's iterators take
 at most 64 operands)."""
@@ -192,11 +195,11 @@ def _where_builder(step, ins, out_dtype):
 def _fuse_run(run: list, values: list, later: set, level: str, backend) -> list:
     roots = _initial_roots(run, later)
     while True:
+        before = len(roots)
         trees, kernel_of, leaves = _trees(run, values, roots, level)
-        extra = _hazards(run, roots, kernel_of, leaves)
-        if not extra - roots:
+        roots |= _hazards(run, roots, kernel_of, leaves)
+        if len(roots) == before:
             break
-        roots |= extra
     held = _held(run, roots, kernel_of)
     return [made for i in sorted(roots)
             for made in _kernel_steps(run, i, trees[i], held[i], values, backend)]
@@ -211,55 +214,53 @@ def _held(run, roots, kernel_of) -> dict:
 
 
 def _initial_roots(run, later) -> set:
-    """Writes, values read after the run, and values not read exactly once (whole)."""
+    """Writes, values read after the run, read through a view, or never read."""
     uses: dict = {}
     for step in run:
         for vid, view in step.ins:
-            uses[vid] = uses.get(vid, 0) + (1 if view is None else 2)
+            uses[vid] = uses.get(vid, 0) + (1 if view is None else len(run) + 1)
     return {i for i, step in enumerate(run)
-            if step.write or step.outs[0][0] in later or uses.get(step.outs[0][0], 0) != 1}
-
-
-class _Pending:
-    """A non-root step's tree while the run is walked: the node, the leaves it reads, its
-    index and its distinct leaves."""
-
-    __slots__ = ("tree", "leaves", "index", "distinct")
-
-    def __init__(self, tree, leaves, index, distinct):
-        self.tree, self.leaves, self.index, self.distinct = tree, leaves, index, distinct
+            if step.write or step.outs[0][0] in later
+            or not 1 <= uses.get(step.outs[0][0], 0) <= len(run)}
 
 
 def _trees(run, values, roots: set, level):
     """Each step's tree over its kernel's leaves; the kernel (root index) each step is in;
-    per step, the leaves ``(vid, view, reading step)`` its tree reads. A step whose tree
-    would grow beyond ``MAX_SIZE`` operations or ``MAX_LEAVES`` inputs is made a root
-    (added to ``roots``)."""
-    pending: dict = {}   # vid -> _Pending of a non-root step made in the run
-    trees, leaves_of, consumer = {}, {}, {}
+    per step, the leaves ``(vid, view, reading step)`` its tree reads. A step is made a
+    root (added to ``roots``) when its tree would grow beyond ``MAX_SIZE`` operations
+    written out, ``MAX_DEPTH`` levels or ``MAX_LEAVES`` inputs, and when steps of several
+    kernels read it. A value read twice inside one kernel is computed once there (the
+    backends share common subtrees)."""
+    made: dict = {}      # vid -> the non-root step of the run that made it
+    trees, leaves_of, distinct_of, consumers = {}, {}, {}, {}
     for i, step in enumerate(run):
         leaves, args, distinct = [], [], set()
         for vid, view in step.ins:
-            inner = pending.pop(vid, None) if view is None else None
-            if inner is not None:
-                consumer[inner.index] = i
-                leaves.extend(inner.leaves)
-                args.append(inner.tree)
-                distinct |= inner.distinct
+            j = made.get(vid) if view is None else None
+            if j is not None:
+                consumers.setdefault(j, set()).add(i)
+                leaves.extend(leaves_of[j])
+                args.append(trees[j])
+                distinct |= distinct_of[j]
             else:
                 leaves.append((vid, view, i))
                 args.append(("leaf", vid, view))
                 distinct.add((vid, view))
         tree = _builder(step, values, level)(_as_nodes(args, values))
-        size = expr.size(tree)
-        trees[i], leaves_of[i] = tree, leaves
-        if i not in roots and (size > MAX_SIZE or len(distinct) > MAX_LEAVES):
+        trees[i], leaves_of[i], distinct_of[i] = tree, leaves, distinct
+        if i not in roots and (expr.size(tree) > MAX_SIZE or expr.depth(tree) > MAX_DEPTH
+                               or len(distinct) > MAX_LEAVES):
             roots.add(i)
-        if i not in roots:
-            pending[step.outs[0][0]] = _Pending(tree, leaves, i, distinct)
-    kernel_of = {}
+        if i in roots:
+            made.pop(step.outs[0][0], None)
+        else:
+            made[step.outs[0][0]] = i
+    kernel_of: dict = {}
     for i in reversed(range(len(run))):
-        kernel_of[i] = i if i in roots else kernel_of.get(consumer.get(i), i)
+        kernels = {kernel_of[c] for c in consumers.get(i, ())}
+        if i not in roots and len(kernels) != 1:
+            roots.add(i)
+        kernel_of[i] = i if i in roots else kernels.pop()
     return trees, kernel_of, leaves_of
 
 
