@@ -11,7 +11,7 @@ computed, read by nothing pending and held by no other storage (``state.begin_di
 The result, the errors and the trace records are those of the DAG path.
 
 The common case — a fresh output of a kernel that calls no BLAS, while no trace records —
-takes the lean path (``_run_fresh``), in one round of the engine lock: the queued handle
+takes the lean path (``run_lean``), in one round of the engine lock: the queued handle
 releases are applied (a value that died with the output's size hands its block over), a
 block is taken without the store's out-of-memory ladder otherwise (the ladder's reclaimer
 needs the engine lock: when it would be needed the op takes the DAG path), the inputs are
@@ -82,7 +82,8 @@ class DirectPath:
             if total > limit:
                 return None
             if writes is None and not op_def.blas and not self.hooks.active:
-                return self._run_fresh(op_def, attrs, storages, spec, device, views)
+                result = self.run_lean(op_def, attrs, storages, spec, device, views, total)
+                return None if result is None else [result]
         elif not is_tiny(storages, spec, out_views[0], limit):
             return None
         return self._run_direct(op_def, attrs, storages, spec, device,
@@ -90,16 +91,31 @@ class DirectPath:
                                 None if writes is None else writes[0],
                                 None if out_views is None else out_views[0])
 
-    def _run_fresh(self, op_def, attrs, storages, spec, device, views):
-        """The lean path: a fresh output, a kernel without BLAS, no trace; the output's
-        storage, or None when it must take another path (nothing done then).
+    def run_lean(self, op_def, attrs, storages, spec, device, views=None, total=None):
+        """The lean path: a fresh output of a kernel without BLAS, while no trace records,
+        on ``device`` (a Device, or its id: the op is then checked for the lean path here,
+        the builder's shortcut past ``submit``), touching ``total`` bytes (None: counted
+        here); the output's storage, or None when it must take another path (nothing done
+        then).
 
         Deliberately flat (every call here is paid per tiny op): one round of the engine
         lock applies the queued releases (``_reap_locked``; a value that died with this
         output's size hands its block over), takes a block without the out-of-memory
         ladder when none was handed over (the DAG path climbs it), checks the inputs, runs
         the kernel and inserts the output computed."""
-        device_id, nbytes = device.device_id, spec.nbytes
+        if type(device) is int:
+            device = self.devices.table[device]
+            if not op_def.tiny_inline or op_def.blas or self.hooks.active:
+                return None
+        nbytes = spec.nbytes
+        if total is None:
+            total = nbytes
+            for storage in storages:
+                total += storage.current.spec.nbytes
+            limit = device.inline_limit
+            if not limit or total > limit:
+                return None
+        device_id = device.device_id
         store = device.store
         with self._lock:
             block, later = self._reap_locked(device_id, nbytes if store.recycles else -1) \
@@ -130,7 +146,7 @@ class DirectPath:
             return None
         if found is not None:   # floating-point errors met: reported at the user's line
             fp_errors.report(*found, op_def.name, user_callsite())
-        return [Storage(out, self)]
+        return Storage(out, self)
 
     def _settle_fresh(self, op_def, attrs, storages, spec, device, views, block, target):
         """Under the lock: run the kernel into ``target`` (of ``block``) under the caller's
