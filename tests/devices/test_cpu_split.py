@@ -11,7 +11,7 @@ import pytest
 import minerva as mv
 from minerva.builder import build
 from minerva.device.cpu import split as cpu_split
-from minerva.device.cpu.blas import BLAS
+from minerva.device.cpu.blas import BLAS, openblas_controllers
 from minerva.ops import registry
 
 pytestmark = pytest.mark.skipif(not BLAS.per_thread, reason="needs per-thread BLAS")
@@ -184,8 +184,7 @@ def test_jit_replays_split_as_eager_ops_do(two_threads, ranges_run):
 
 
 def _blas_rows_impl(xp, x, *, out, counts):
-    from threadpoolctl import ThreadpoolController
-    openblas = ThreadpoolController().select(internal_api="openblas").lib_controllers
+    openblas = openblas_controllers()   # NumPy's first
     counts.append(openblas[0].get_num_threads() if openblas else None)
     out[...] = x @ np.eye(x.shape[-1], dtype=x.dtype)
 
@@ -214,9 +213,8 @@ def test_a_split_blas_kernel_runs_each_range_on_one_blas_thread():
 
 
 def _blas_count():
-    from threadpoolctl import ThreadpoolController
-    return ThreadpoolController().select(internal_api="openblas").lib_controllers[0] \
-        .get_num_threads()
+    """NumPy's OpenBLAS's thread count."""
+    return openblas_controllers()[0].get_num_threads()
 
 
 def _mutating_program(xp, a, b):

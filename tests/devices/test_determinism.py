@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import minerva as mv
+from minerva.device.cpu.blas import openblas_controllers
 from minerva.ops import registry
 
 N_CALLS = 30
@@ -120,8 +121,8 @@ def test_jit_replays_give_the_eager_bits(mixed_devices, family):
 
 
 def _blas_count() -> int | None:
-    from threadpoolctl import ThreadpoolController
-    openblas = ThreadpoolController().select(internal_api="openblas").lib_controllers
+    """NumPy's OpenBLAS's thread count (None without OpenBLAS)."""
+    openblas = openblas_controllers()
     return openblas[0].get_num_threads() if openblas else None
 
 
@@ -153,3 +154,30 @@ def test_a_blas_kernel_keeps_its_devices_count_while_others_run(mixed_devices):
     others.join(timeout=60)
     assert set(seen[mixed_devices[0]]) == {(2, 2)}
     assert set(seen[mixed_devices[1]]) == {(1, 1)}
+
+
+SCIPY_FIRST = """
+import scipy.sparse.linalg  # SciPy's wheels load their own OpenBLAS: then listed first
+import minerva
+from minerva.device.cpu.blas import BLAS
+from threadpoolctl import ThreadpoolController
+numpys = [c for c in ThreadpoolController().select(internal_api="openblas").lib_controllers
+          if "numpy" in c.filepath]
+counts = []
+for n in (2, 1, 2):
+    BLAS.hold(n)
+    counts.append(numpys[0].get_num_threads() if numpys else n)
+    BLAS.release()
+print(counts)
+"""
+
+
+@pytest.mark.skipif(_blas_count() is None, reason="needs OpenBLAS")
+def test_the_count_is_numpys_openblas_s_when_scipy_loaded_another_first():
+    import subprocess
+    import sys
+    pytest.importorskip("scipy")
+    done = subprocess.run([sys.executable, "-c", SCIPY_FIRST], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "[2, 1, 2]"

@@ -49,11 +49,20 @@ def cores_for_devices() -> int:
     return max(1, usable_cores() // _Sharing.processes)
 
 
+def openblas_controllers() -> list:
+    """threadpoolctl's controllers of the loaded OpenBLAS libraries, NumPy's own first (its
+    wheels ship one in ``numpy.libs``; SciPy's wheels load another, which may be listed
+    before it — NumPy's kernels use NumPy's)."""
+    controllers = ThreadpoolController().select(internal_api="openblas").lib_controllers
+    return sorted(controllers, key=lambda c: not os.path.basename(
+        os.path.dirname(c.filepath)).startswith("numpy"))
+
+
 def _openblas():
-    """The loaded OpenBLAS's threadpoolctl controller and its
+    """NumPy's OpenBLAS's threadpoolctl controller and its
     ``openblas_set_num_threads_local``, or ``(None, None)``."""
     try:
-        for controller in ThreadpoolController().select(internal_api="openblas").lib_controllers:
+        for controller in openblas_controllers():
             library = ctypes.CDLL(controller.filepath)
             setter = getattr(library, "openblas_set_num_threads_local", None)
             if setter is not None:
