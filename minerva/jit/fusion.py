@@ -59,7 +59,7 @@ def fuse(steps: list, values: list, returned: set, level: str, backends) -> Fuse
         backend = backends(steps[i].device)
         j = i
         while j < len(steps) and backend is not None and steps[j].device == steps[i].device \
-                and _builder(steps[j], values, level) is not None:
+                and _builder(steps[j], values, level, backend) is not None:
             j += 1
         if j - i >= 2:
             later = _read_after(steps, j, returned)
@@ -113,8 +113,10 @@ def _scalar_const(scalar, dtype):
     return expr.Const(scalar, dtype)
 
 
-def _builder(step, values, level):
-    """A function of the step's input trees giving its tree, or None: the step stays."""
+def _builder(step, values, level, backend=None):
+    """A function of the step's input trees giving its tree, or None: the step stays (at
+    level "exact", a transcendental function the backend would not compute bitwise for
+    this output stays too: ``backend.exact(out_spec)``)."""
     if len(step.outs) != 1 or step.outs[0][1] is not None or "seed" in step.attrs:
         return None
     name = step.op_def.name
@@ -124,16 +126,14 @@ def _builder(step, values, level):
                           for vid, view in step.ins):
         return None
     build = _build_of(name, step, ins, out_dtype)
-    if build is None:
-        return None
-    if level == "exact" and _inexact(name):
+    if build is not None and level == "exact" and backend is not None \
+            and name.removesuffix("_scalar") in _INEXACT_OPS \
+            and not backend.exact(values[step.outs[0][0]].spec):
         return None
     return build
 
 
-def _inexact(name: str) -> bool:
-    base = name[:-7] if name.endswith("_scalar") else name
-    return base in ("exp", "log", "sin", "cos", "tanh", "expm1", "log1p", "sigmoid")
+_INEXACT_OPS = frozenset({"exp", "log", "sin", "cos", "tanh", "expm1", "log1p", "sigmoid"})
 
 
 def _build_of(name, step, ins, out_dtype):
@@ -202,7 +202,7 @@ def _fuse_run(run: list, values: list, later: set, level: str, backend) -> list:
             break
     held = _held(run, roots, kernel_of)
     return [made for i in sorted(roots)
-            for made in _kernel_steps(run, i, trees[i], held[i], values, backend)]
+            for made in _kernel_steps(run, i, trees[i], held[i], values, backend, level)]
 
 
 def _held(run, roots, kernel_of) -> dict:
@@ -301,29 +301,61 @@ def _distinct_leaves(tree) -> list:
     return list(found.values())
 
 
-def _kernel_steps(run, i, tree, held, values, backend) -> list:
+def _kernel_steps(run, i, tree, held, values, backend, level) -> list:
     """Root ``i``'s kernel as steps: the steps it holds when there is one, or when the
     backend cannot compile it (NotImplementedError), else one fused kernel."""
     if len(held) < 2:
         return [run[i]]
     try:
-        return [_kernel_step(run, i, tree, held, values, backend)]
+        return [_kernel_step(run, i, tree, held, values, backend, level)]
     except NotImplementedError as exc:
         log.debug("jit_not_fused", ops=[run[j].op_def.name for j in held], why=str(exc))
         return [run[j] for j in sorted(held)]
 
 
-def _kernel_step(run, i, tree, held, values, backend):
+def _kernel_step(run, i, tree, held, values, backend, level):
     """Root ``i``'s kernel as one fused Step reading its distinct leaves."""
     step = run[i]
     inputs = _distinct_leaves(tree)
     numbered = {leaf.position: k for k, leaf in enumerate(inputs)}
     ins = [(pos[1], pos[2]) for pos in numbered]
-    tree = _renumbered(tree, numbered, {})
-    ops = tuple(run[j].op_def.name for j in sorted(held))
-    op_def = fused_op(tree, [leaf.dtype for leaf in inputs],
-                      values[step.outs[0][0]].spec.dtype, ops, backend)
+    held = sorted(held)
+    spec = KernelSpec(_renumbered(tree, numbered, {}), [leaf.dtype for leaf in inputs],
+                      values[step.outs[0][0]].spec, _program(run, held, numbered, values),
+                      level)
+    op_def = fused_op(spec, tuple(run[j].op_def.name for j in held), backend)
     return Step(op_def, {}, ins, list(step.outs), step.write, step.device, step.created_at)
+
+
+def _program(run, held: list, numbered: dict, values) -> list:
+    """The kernel's steps in order: ``(op_def, attrs, refs, spec)``, each ref
+    ``("leaf", k)`` (input ``k``) or ``("tmp", j)`` (the result of program step ``j``)."""
+    made, program = {}, []
+    for j in held:
+        step = run[j]
+        refs = tuple(("tmp", made[vid]) if view is None and vid in made
+                     else ("leaf", numbered[("pending", vid, view)])
+                     for vid, view in step.ins)
+        program.append((step.op_def, step.attrs, refs, values[step.outs[0][0]].spec))
+        made[step.outs[0][0]] = len(program) - 1
+    return program
+
+
+class KernelSpec:
+    """What a backend compiles: the ``tree`` over inputs of ``in_dtypes``, the output's
+    ``out_spec``, the ``program`` of steps it replaces (``_program``), the fusion
+    ``level`` ("exact": a backend must refuse a tree it would not compute bitwise)."""
+
+    __slots__ = ("tree", "in_dtypes", "out_spec", "program", "level")
+
+    def __init__(self, tree, in_dtypes, out_spec, program, level):
+        self.tree, self.in_dtypes, self.out_spec = tree, in_dtypes, out_spec
+        self.program, self.level = program, level
+
+    @property
+    def exact(self) -> bool:
+        """Whether the tree uses only primitives every backend computes as NumPy does."""
+        return not expr.functions(self.tree) & expr.INEXACT
 
 
 def _renumbered(tree, numbered, memo):
@@ -345,11 +377,15 @@ def _never_inferred(*_specs, **_attrs):
     raise RuntimeError("internal: a fused kernel's output is planned, not inferred")
 
 
-def fused_op(tree, in_dtypes: list, out_dtype, ops: tuple, backend) -> OpDef:
-    """An OpDef (not registered) running ``tree`` through ``backend``; its name lists the
-    ops it holds (traces show it), ``fused_ops`` holds them."""
-    kernel = backend(tree, in_dtypes, out_dtype)
-    op_def = FusedOpDef(f"fused[{'+'.join(ops)}]", _never_inferred, kernel.impl)
+def fused_op(spec: KernelSpec, ops: tuple, backend) -> OpDef:
+    """An OpDef (not registered) running the kernel ``backend`` makes of ``spec`` (it
+    raises NotImplementedError when it makes none); its name lists the ops it holds
+    (traces show it), ``fused_ops`` holds them. A kernel that may be cut into row ranges
+    (``kernel.elementwise``) is an element-wise op: a CPU device splits it over its
+    threads."""
+    kernel = backend(spec)
+    op_def = FusedOpDef(f"fused[{'+'.join(ops)}]", _never_inferred, kernel.impl,
+                        elementwise=getattr(kernel, "elementwise", False))
     op_def.bind = kernel.bind
     op_def.fused_ops = ops
     op_def.kernel = kernel

@@ -1,7 +1,15 @@
-"""Fused kernels on CPU devices: a jit plan's expression trees (``minerva.jit.expr``)
-compiled once by numexpr, which evaluates them in cache-sized blocks on its own threads.
+"""Fused kernels on CPU devices, of two kinds (``backend``):
 
-numexpr is optional: without it (``available()`` False) CPU plans are not fused. Each
+- **tiny outputs** (at most ``NUMEXPR_MAX_ELEMENTS``) of kernels of at least
+  ``NUMEXPR_MIN_OPS`` ops: the expression tree (``minerva.jit.expr``) compiled once by
+  numexpr, one call for the whole kernel where the unfused replay makes one per op;
+- **outputs of ``BLOCKED_MIN_BYTES`` or more** (``minerva.device.cpu.blocked``): the steps' own NumPy
+  kernels run block by block through cache-sized scratch buffers, bitwise NumPy's;
+- in between (or without numexpr, for tiny outputs) the steps stay unfused: one pass of
+  each NumPy kernel over data already in cache is faster than either (numexpr's virtual
+  machine computes an element several times slower than NumPy's SIMD loops).
+
+numexpr is optional (``available()``); without it tiny kernels are not fused. Each
 primitive maps to one numexpr operation of the same dtype (float32 ``float``, float64
 ``double``, int32 ``int``, int64 ``long``): IEEE ``+ - * /`` and ``sqrt`` give NumPy's bits;
 the transcendental functions call the C library's, which may differ from NumPy's own in the
@@ -21,6 +29,7 @@ import weakref
 
 import numpy as np
 
+from minerva.device.cpu.blocked import BlockedKernel
 from minerva.jit import expr
 
 try:
@@ -44,12 +53,36 @@ def available() -> bool:
     return numexpr is not None
 
 
+NUMEXPR_MAX_ELEMENTS = 4096
+NUMEXPR_MIN_OPS = 3
+BLOCKED_MIN_BYTES = 256 * 1024
+
+
 def backend(device):
-    """The kernel compiler for CPU ``device`` (None without numexpr)."""
-    if numexpr is None:
-        return None
-    ref = weakref.ref(device)
-    return functools.partial(NumexprKernel, device=ref)
+    """The kernel compiler of CPU ``device``: ``compile(spec)`` for a
+    ``minerva.jit.fusion.KernelSpec``."""
+    made = functools.partial(compile_kernel, device=weakref.ref(device))
+    made.exact = lambda out_spec: not _tiny(out_spec)   # blocked kernels are NumPy's
+    return made
+
+
+def _tiny(out_spec) -> bool:
+    return int(np.prod(out_spec.shape, dtype=np.int64)) <= NUMEXPR_MAX_ELEMENTS
+
+
+def compile_kernel(spec, device):
+    """The kernel of ``spec`` (see the module docstring); NotImplementedError when its
+    steps should stay unfused."""
+    out = spec.out_spec
+    if _tiny(out):
+        if numexpr is None or len(spec.program) < NUMEXPR_MIN_OPS:
+            raise NotImplementedError("a tiny kernel of few ops, or no numexpr")
+        if spec.level == "exact" and not spec.exact:
+            raise NotImplementedError("numexpr's transcendental functions are not exact")
+        return NumexprKernel(spec.tree, spec.in_dtypes, out.dtype, device)
+    if out.nbytes < BLOCKED_MIN_BYTES:
+        raise NotImplementedError("one block: the unfused steps are as fast")
+    return BlockedKernel(spec.program, out.shape)
 
 
 def use_threads(n: int) -> None:

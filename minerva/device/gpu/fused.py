@@ -78,7 +78,13 @@ _CONST_CALLS = {np.dtype(np.float32): "mv_f32", np.dtype(np.float64): "mv_f64",
 def backend(device):
     """The kernel compiler of GPU ``device`` (its CUDA layer makes the kernels)."""
     layer = device.layer
-    return lambda tree, in_dtypes, out_dtype: CudaKernel(tree, in_dtypes, out_dtype, layer)
+
+    def compile_kernel(spec):
+        if spec.level == "exact" and not spec.exact:
+            raise NotImplementedError("CUDA's transcendental functions are not NumPy's")
+        return CudaKernel(spec.tree, spec.in_dtypes, spec.out_spec.dtype, layer)
+    compile_kernel.exact = lambda out_spec: False
+    return compile_kernel
 
 
 def body_of(tree) -> str:

@@ -1,0 +1,133 @@
+"""Cache-blocked fused kernels on CPU devices: the steps a fused kernel holds run with
+their own NumPy kernels, block by block of output rows, through scratch buffers of one
+block (``BLOCK_BYTES``), so no intermediate array is ever made whole and the data of a
+block stays in the core's cache from one step to the next.
+
+Each step runs exactly the kernel its eager op runs, on a slice of its operands: the
+results are NumPy's bits for every op, transcendental functions included, and the NumPy
+floating-point error state applies as for unfused steps. A block is a range of rows of the
+output's axis 0; an input of the output's rank and row count is cut into the same rows,
+the others (broadcast along axis 0) are passed whole, as the row splitter of a CPU device
+cuts element-wise kernels (``minerva.device.cpu.split``) — which also cuts these kernels
+over the device's threads (their OpDef is ``elementwise``). Scratch buffers are reused by
+liveness within a block (a step's output never takes the buffer of one of its inputs).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minerva.ops.elementwise import mixed_args
+
+BLOCK_BYTES = 256 * 1024
+"""The bytes of one block of the output (and of each scratch buffer)."""
+
+
+class BlockedKernel:
+    """The ``program`` of a fused kernel (``(op_def, attrs, refs, spec)`` per step, ``refs``
+    naming ``("leaf", k)`` inputs or ``("tmp", j)`` results of earlier steps) run block by
+    block; ``impl(xp, *arrays, out=)``, ``bind`` as ops have."""
+
+    source = None
+
+    def __init__(self, program: list, out_shape: tuple):
+        self.program = program
+        self.blocked = len(out_shape) >= 1 and all(
+            spec.shape == out_shape for *_, spec in program)
+        self.elementwise = self.blocked   # a CPU device may cut it into row ranges
+        self.slots, self.n_slots = _slots(program)
+        self.source = "; ".join(f"t{k} = {op.name}({', '.join(map(_ref, refs))})"
+                                for k, (op, _, refs, _) in enumerate(program))
+
+    def impl(self, xp, *arrays, out) -> None:
+        """Run the program into ``out``, block by block of rows."""
+        if not out.size:
+            return
+        if not self.blocked:
+            targets = [np.empty(spec.shape, spec.dtype) for *_, spec in self.program[:-1]]
+            self._run(arrays, targets + [out], np.empty(out.nbytes, np.uint8))
+            return
+        rows = out.shape[0]
+        step = max(1, BLOCK_BYTES // max(1, out.nbytes // rows))
+        block = (min(step, rows),) + out.shape[1:]
+        targets = self._scratch(block)
+        masks = np.empty(int(np.prod(block, dtype=np.int64)) * 8, np.uint8)  # where's
+        cut = [a.ndim == out.ndim and a.shape[0] == rows and rows > 1 for a in arrays]
+        for start in range(0, rows, step):
+            stop = min(rows, start + step)
+            if stop - start < block[0]:
+                targets = [t[:stop - start] for t in targets]
+            self._run([a[start:stop] if c else a for a, c in zip(arrays, cut)],
+                      targets + [out[start:stop]], masks)
+
+    def bind(self, xp, arrays, out, **_attrs):
+        """The kernel on these arrays, as a callable of no arguments."""
+        return lambda: self.impl(xp, *arrays, out=out)
+
+    def _scratch(self, shape) -> list:
+        """Each step's target but the last: a view of ``shape`` on its slot's buffer (one
+        per slot, of the widest dtype the slot holds)."""
+        widths = [0] * self.n_slots
+        for k, (*_, spec) in enumerate(self.program[:-1]):
+            widths[self.slots[k]] = max(widths[self.slots[k]], spec.dtype.itemsize)
+        count = int(np.prod(shape, dtype=np.int64))
+        buffers = [np.empty(count * w, np.uint8) for w in widths]
+        return [buffers[self.slots[k]][:count * spec.dtype.itemsize].view(spec.dtype)
+                .reshape(shape) for k, (*_, spec) in enumerate(self.program[:-1])]
+
+    def _run(self, arrays, targets, masks) -> None:
+        """The steps once, step ``k`` into ``targets[k]`` (``masks``: a buffer for
+        ``where``'s masks, of the output's size at 8 bytes an element)."""
+        for (op_def, attrs, refs, _), target in zip(self.program, targets):
+            operands = [arrays[j] if kind == "leaf" else targets[j] for kind, j in refs]
+            if op_def.name == "where" and target.dtype.kind in "fiu":
+                _select(masks, *operands, out=target, **attrs)
+            else:
+                op_def.impl(np, *operands, out=target, **attrs)
+
+
+def _select(masks, *arrays, out, layout):
+    """``where``'s kernel by bits: ``(x & m) | (y & ~m)`` with ``m`` all ones where the
+    condition holds (in ``masks``, a scratch buffer). A selection copies bits, so this
+    gives ``_where_impl``'s result (a masked copy) exactly, several times faster on a
+    random condition."""
+    cond, x, y = mixed_args(layout, arrays)
+    bits = np.dtype(f"i{out.dtype.itemsize}")
+    mask = masks[:out.size * bits.itemsize].view(bits).reshape(out.shape)
+    np.subtract(np.zeros((), bits), cond, out=mask)   # 0, or all ones (-1) where cond
+    x, y = (np.asarray(v, out.dtype).view(bits) for v in (x, y))
+    picked = out.view(bits)
+    np.bitwise_and(x, mask, out=picked)
+    np.invert(mask, out=mask)
+    np.bitwise_and(y, mask, out=mask)
+    np.bitwise_or(picked, mask, out=picked)
+
+
+
+def _ref(ref) -> str:
+    kind, j = ref
+    return f"{'a' if kind == 'leaf' else 't'}{j}"
+
+
+def _last_uses(program) -> dict:
+    """Step index -> the last step that reads its result."""
+    last = {}
+    for k, (_, _, refs, _) in enumerate(program):
+        for kind, j in refs:
+            if kind == "tmp":
+                last[j] = k
+    return last
+
+
+def _slots(program) -> tuple:
+    """A scratch slot per step but the last (the output), reused once its value is dead
+    after the step that reads it last; the slots and how many there are."""
+    last = _last_uses(program)
+    free, slots, n = [], {}, 0
+    for k in range(len(program) - 1):
+        if free:
+            slots[k] = free.pop()
+        else:
+            slots[k], n = n, n + 1
+        for j in [j for j, end in last.items() if end == k and j in slots]:
+            free.append(slots[j])
+    return slots, n
