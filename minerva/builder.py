@@ -143,13 +143,17 @@ def _keep_order(system, op_def, inputs, attrs, spec, views):
     """An element-wise result laid out in its inputs' memory order, as NumPy's
     ``order='K'`` lays it out (so a later reshape is a view exactly where NumPy's is)."""
     order = _common_order(inputs, spec.shape)
+    storages, device = [x._storage for x in inputs], system.current_device()
     out_views, buffer_spec = None, spec
-    if order is not None:
+    if order is None:   # a C-order result: a tiny op's shortcut past ``submit``
+        storage = system.engine.run_lean(op_def, attrs, storages, spec, device, views)
+        if storage is not None:
+            return NArray(storage, None, spec)
+    else:
         buffer_shape, view = laid_out(spec.shape, order, spec.dtype.itemsize)
         buffer_spec, out_views = ArraySpec(buffer_shape, spec.dtype), [view]
-    (storage,) = system.engine.submit(op_def, attrs, [x._storage for x in inputs],
-                                      (buffer_spec,), system.current_device(),
-                                      user_callsite(), views, None, out_views)
+    (storage,) = system.engine.submit(op_def, attrs, storages, (buffer_spec,), device, None,
+                                      views, None, out_views)
     return NArray(storage, None if out_views is None else out_views[0], spec)
 
 
