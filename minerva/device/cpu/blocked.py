@@ -35,6 +35,8 @@ class BlockedKernel:
             spec.shape == out_shape for *_, spec in program)
         self.elementwise = self.blocked   # a CPU device may cut it into row ranges
         self.slots, self.n_slots = _slots(program)
+        self.calls = [_caller(op_def, attrs, [spec for *_, spec in program], refs)
+                      for op_def, attrs, refs, _ in program]
         self.source = "; ".join(f"t{k} = {op.name}({', '.join(map(_ref, refs))})"
                                 for k, (op, _, refs, _) in enumerate(program))
 
@@ -77,12 +79,56 @@ class BlockedKernel:
     def _run(self, arrays, targets, masks) -> None:
         """The steps once, step ``k`` into ``targets[k]`` (``masks``: a buffer for
         ``where``'s masks, of the output's size at 8 bytes an element)."""
-        for (op_def, attrs, refs, _), target in zip(self.program, targets):
-            operands = [arrays[j] if kind == "leaf" else targets[j] for kind, j in refs]
-            if op_def.name == "where" and target.dtype.kind in "fiu":
-                _select(masks, *operands, out=target, **attrs)
-            else:
-                op_def.impl(np, *operands, out=target, **attrs)
+        for (_, _, refs, _), call, target in zip(self.program, self.calls, targets):
+            call([arrays[j] if kind == "leaf" else targets[j] for kind, j in refs], target,
+                 masks)
+
+
+_KEYWORD_OUT = frozenset({"maximum", "minimum"})
+"""Ufuncs whose ``out`` goes by keyword (NumPy deprecates a positional one)."""
+
+
+def _caller(op_def, attrs, specs, refs):
+    """``call(operands, out, masks)`` running the step's kernel: the ufunc itself, called
+    with ``out`` by position and a scalar made once into a 0-d array of the dtype NumPy
+    computes in (as the replay's bound steps, ``ops.elementwise._bind_scalar``), for the
+    ufunc ops; ``where`` by bit selection; the op's kernel for the others. Few Python
+    operations a call: a block runs every step, and the interpreter lock is held
+    meanwhile."""
+    name = op_def.name
+    base = name.removesuffix("_scalar")
+    ufunc = getattr(np, "maximum" if name == "relu" else base, None)
+    if name == "where":
+        return lambda operands, out, masks: (
+            _select(masks, *operands, out=out, **attrs) if out.dtype.kind in "fiu"
+            else op_def.impl(np, *operands, out=out, **attrs))
+    if not isinstance(ufunc, np.ufunc) or op_def.bind is None and name != "relu":
+        return lambda operands, out, masks: op_def.impl(np, *operands, out=out, **attrs)
+    if name == "relu" or name.endswith("_scalar"):
+        scalar = 0 if name == "relu" else attrs["scalar"]
+        reverse = name != "relu" and attrs["reverse"]
+        return _scalar_call(ufunc, scalar, reverse, base in _KEYWORD_OUT or name == "relu")
+    if base in _KEYWORD_OUT:
+        return lambda operands, out, masks: ufunc(*operands, out=out)
+    return lambda operands, out, masks: ufunc(*operands, out)
+
+
+def _scalar_call(ufunc, scalar, reverse: bool, keyword: bool):
+    made = {}   # operand dtype -> the scalar as a 0-d array (NEP 50: of the array's kind)
+
+    def call(operands, out, masks):
+        array = operands[0]
+        value = made.get(array.dtype)
+        if value is None:
+            weak = type(scalar) in (int, float, complex, bool)
+            value = made[array.dtype] = np.asarray(
+                scalar, np.result_type(array.dtype, scalar)) if weak else scalar
+        pair = (value, array) if reverse else (array, value)
+        if keyword:
+            ufunc(*pair, out=out)
+        else:
+            ufunc(*pair, out)
+    return call
 
 
 def _select(masks, *arrays, out, layout):
