@@ -14,6 +14,8 @@ liveness within a block (a step's output never takes the buffer of one of its in
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from minerva.ops.elementwise import mixed_args
@@ -35,6 +37,7 @@ class BlockedKernel:
             spec.shape == out_shape for *_, spec in program)
         self.elementwise = self.blocked   # a CPU device may cut it into row ranges
         self.slots, self.n_slots = _slots(program)
+        self._kept = threading.local()
         self.calls = [_caller(op_def, attrs, [spec for *_, spec in program], refs)
                       for op_def, attrs, refs, _ in program]
         self.source = "; ".join(f"t{k} = {op.name}({', '.join(map(_ref, refs))})"
@@ -51,8 +54,7 @@ class BlockedKernel:
         rows = out.shape[0]
         step = max(1, BLOCK_BYTES // max(1, out.nbytes // rows))
         block = (min(step, rows),) + out.shape[1:]
-        targets = self._scratch(block)
-        masks = np.empty(int(np.prod(block, dtype=np.int64)) * 8, np.uint8)  # where's
+        targets, masks = self._scratch(block)
         cut = [a.ndim == out.ndim and a.shape[0] == rows and rows > 1 for a in arrays]
         for start in range(0, rows, step):
             stop = min(rows, start + step)
@@ -65,16 +67,27 @@ class BlockedKernel:
         """The kernel on these arrays, as a callable of no arguments."""
         return lambda: self.impl(xp, *arrays, out=out)
 
-    def _scratch(self, shape) -> list:
-        """Each step's target but the last: a view of ``shape`` on its slot's buffer (one
-        per slot, of the widest dtype the slot holds)."""
+    def _scratch(self, shape) -> tuple:
+        """Each step's target but the last (a view of ``shape`` on its slot's buffer: one
+        per slot, of the widest dtype the slot holds) and the buffer of ``where``'s masks;
+        made once per thread and block shape, and kept (a replay writes them at once, in
+        cache, with no page to fault in)."""
+        kept = getattr(self._kept, "scratch", None)
+        if kept is not None and kept[0] == shape:
+            return kept[1], kept[2]
+        made = self._made_scratch(shape)
+        self._kept.scratch = (shape, *made)
+        return made
+
+    def _made_scratch(self, shape) -> tuple:
         widths = [0] * self.n_slots
         for k, (*_, spec) in enumerate(self.program[:-1]):
             widths[self.slots[k]] = max(widths[self.slots[k]], spec.dtype.itemsize)
         count = int(np.prod(shape, dtype=np.int64))
         buffers = [np.empty(count * w, np.uint8) for w in widths]
-        return [buffers[self.slots[k]][:count * spec.dtype.itemsize].view(spec.dtype)
-                .reshape(shape) for k, (*_, spec) in enumerate(self.program[:-1])]
+        targets = [buffers[self.slots[k]][:count * spec.dtype.itemsize].view(spec.dtype)
+                   .reshape(shape) for k, (*_, spec) in enumerate(self.program[:-1])]
+        return targets, np.empty(count * 8, np.uint8)
 
     def _run(self, arrays, targets, masks) -> None:
         """The steps once, step ``k`` into ``targets[k]`` (``masks``: a buffer for
