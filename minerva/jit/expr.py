@@ -12,8 +12,9 @@ one operation a backend states exactly (``minerva.device.cpu.fused`` in numexpr,
 - ``exp log sin cos tanh expm1 log1p``: transcendental functions, whose last bits may
   differ between backends and NumPy (``INEXACT``).
 
-The minerva ops a kernel may hold are built from these in ``OPS`` (``maximum`` is
-NumPy's ``a > b or a is NaN ? a : b``, ``sigmoid`` minerva's ``1 / (exp(-a) + 1)``).
+The minerva ops a kernel may hold are built from these in ``BINARY`` and ``UNARY``
+(``maximum`` is NumPy's ``a > b or a is NaN ? a : b``, ``sigmoid`` minerva's
+``1 / (exp(-a) + 1)``); ``INTEGER_OK`` lists those fused on integers.
 """
 from __future__ import annotations
 

@@ -4,17 +4,20 @@ Consecutive element-wise steps of one device (a *run*) become **fused kernels**:
 computes one value, the *root*, from the run's inputs through an expression tree
 (``minerva.jit.expr``) of the steps it absorbed, whose results are never materialised. A
 step's result is a root (materialised) when something outside the run reads it (a later
-step, another segment, the function's result), when two steps read it, when it is an
-in-place write (``x += ...``), or when inlining it would read an array after another root
-of the run overwrote it. A kernel holding one op stays the plain step.
+step, another segment, the function's result), when steps of two kernels read it, when it
+is read through a view, when it is an in-place write (``x += ...``), or when inlining it
+would read an array after another root of the run overwrote it. A kernel holding one op
+stays the plain step.
 
-Levels: ``"none"`` (no fusion), ``"exact"`` (only the primitives every backend computes
-bitwise like NumPy: arithmetic, comparisons, ``where``, ``maximum``/``minimum``, ``sqrt``,
-``abs``), ``"all"`` (also the transcendental functions of ``expr.INEXACT``).
+Levels: ``"none"`` (no fusion), ``"exact"`` (kernels give NumPy's bits: a transcendental
+function fuses only where the backend computes it with NumPy's own kernel,
+``backend.exact(out_spec)``), ``"all"`` (also where it does not: numexpr's and CUDA's
+functions, within a documented bound).
 
-The backend of a device compiles the tree (``minerva.device.cpu.fused``: numexpr;
-``minerva.device.gpu.fused``: a CUDA ``ElementwiseKernel``); a device with no backend (a
-CPU without numexpr) gets no fused kernels.
+A device's backend (``minerva.device.cpu.fused``: numexpr for tiny outputs, cache-blocked
+NumPy kernels for large ones; ``minerva.device.gpu.fused``: a CUDA ``ElementwiseKernel``)
+compiles a ``KernelSpec``, or refuses it (NotImplementedError): the steps then stay
+unfused.
 """
 from __future__ import annotations
 

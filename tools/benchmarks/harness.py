@@ -15,7 +15,7 @@ from typing import Callable
 
 SCENARIOS: dict[str, Callable] = {}
 MODULES = ("dispatch", "memory", "conv", "cnn_torch", "overlap", "steps", "autograd", "gpu",
-           "trace", "jit", "dist", "programs")
+           "trace", "jit", "fusion", "dist", "programs")
 
 
 def scenario(name: str):
