@@ -31,11 +31,12 @@ BELOW_FACE = {
     "builder": {"builder", "narray", "current", "ops", "common"},
     "autograd": {"autograd", "builder", "narray", "ops.registry", "ops.views", "common"},
     "jit": {"jit", "builder", "narray", "seeding", "current", "ops.registry", "ops.views",
-            "ops.jit_op", "common", "dag.nodes"},
+            "ops.jit_op", "ops.fusable", "common", "dag.nodes"},
 }
 """Each layer below the public face and the layers it may import (autograd and jit record
 at the seam; a jit replay also needs the runtime and a node id, and runs on a device
-through the device's own interface). Every
+through the device's own interface; a plan fuses what ``ops.fusable`` says fuses, with the
+kernels of the device's ``fusion_backend``). Every
 other module is the public face, which may import anything below it and itself, without
 cycles."""
 

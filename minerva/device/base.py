@@ -223,6 +223,12 @@ class Device(abc.ABC):
         into row ranges run side by side)."""
         op_def.impl(self.xp, *arrays, out=out, **attrs)
 
+    def fusion_backend(self):
+        """The compiler of this device's fused kernels for jit plans
+        (``minerva.jit.fusion``: ``compile(spec)``, ``compile.exact(out_spec)``), or None:
+        plans on this device fuse nothing (here)."""
+        return None
+
     def routes_kernel(self, op_def, out_nbytes: int) -> bool:
         """Whether a jit replay's step of ``op_def`` (an output of ``out_nbytes``) must run
         through ``run_kernel`` rather than call its kernel (never, here)."""

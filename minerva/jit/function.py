@@ -102,12 +102,7 @@ class Variant:
 
 def _backend(device_id):
     """The fused-kernel compiler of device ``device_id`` (None: it fuses nothing)."""
-    device = get_system().devices.get(device_id)
-    if device.kind == "cpu":
-        from minerva.device.cpu import fused
-        return fused.backend(device)
-    from minerva.device.gpu import fused
-    return fused.backend(device)
+    return get_system().devices.get(device_id).fusion_backend()
 
 
 _RAISING: dict = {}

@@ -2,7 +2,7 @@
 
 Consecutive element-wise steps of one device (a *run*) become **fused kernels**: each kernel
 computes one value, the *root*, from the run's inputs through an expression tree
-(``minerva.jit.expr``) of the steps it absorbed, whose results are never materialised. A
+(``minerva.ops.fusable``) of the steps it absorbed, whose results are never materialised. A
 step's result is a root (materialised) when something outside the run reads it (a later
 step, another segment, the function's result), when steps of two kernels read it, when it
 is read through a view, when it is an in-place write (``x += ...``), or when inlining it
@@ -21,12 +21,10 @@ unfused.
 """
 from __future__ import annotations
 
-import numpy as np
 
 from minerva.common.logging import get_logger
-from minerva.jit import expr
 from minerva.jit.capture import Step
-from minerva.ops.elementwise import ARRAY
+from minerva.ops import fusable as expr
 from minerva.ops.registry import OpDef
 
 log = get_logger("minerva.jit")
@@ -92,104 +90,23 @@ def dtype_of(values, pair):
     return values[vid].spec.dtype if read_as is None else read_as
 
 
-def _allowed(name: str, dtype) -> bool:
-    """Whether op ``name`` fuses on operands of ``dtype``."""
-    if dtype in expr.INTS:
-        return name in expr.INTEGER_OK
-    return dtype in expr.FLOATS
-
-
-def _scalar_const(scalar, dtype):
-    """``scalar`` as a Const of ``dtype`` when NumPy computes in ``dtype`` with it."""
-    if not isinstance(scalar, (int, float, np.integer, np.floating)) or isinstance(
-            scalar, (bool, np.bool_)):
-        return None
-    try:
-        if np.result_type(dtype, scalar) != dtype:
-            return None
-    except (OverflowError, TypeError):
-        return None
-    if isinstance(scalar, (float, np.floating)) and not np.isfinite(scalar):
-        return None
-    if dtype.kind in "iu" and not isinstance(scalar, (int, np.integer)):
-        return None
-    return expr.Const(scalar, dtype)
-
-
 def _builder(step, values, level, backend=None):
     """A function of the step's input trees giving its tree, or None: the step stays (at
     level "exact", a transcendental function the backend would not compute bitwise for
     this output stays too: ``backend.exact(out_spec)``)."""
     if len(step.outs) != 1 or step.outs[0][1] is not None or "seed" in step.attrs:
         return None
-    name = step.op_def.name
-    out_dtype = values[step.outs[0][0]].spec.dtype
-    ins = [dtype_of(values, pair) for pair in step.ins]
     if step.write and any(vid == step.outs[0][0] and view is not None
                           for vid, view in step.ins):
         return None
-    build = _build_of(name, step, ins, out_dtype)
+    name = step.op_def.name
+    out_spec = values[step.outs[0][0]].spec
+    build = expr.tree_builder(name, step.attrs, [dtype_of(values, p) for p in step.ins],
+                              out_spec.dtype)
     if build is not None and level == "exact" and backend is not None \
-            and name.removesuffix("_scalar") in _INEXACT_OPS \
-            and not backend.exact(values[step.outs[0][0]].spec):
+            and name.removesuffix("_scalar") in expr.INEXACT_OPS \
+            and not backend.exact(out_spec):
         return None
-    return build
-
-
-_INEXACT_OPS = frozenset({"exp", "log", "sin", "cos", "tanh", "expm1", "log1p", "sigmoid"})
-
-
-def _build_of(name, step, ins, out_dtype):
-    if name == "where":
-        return _where_builder(step, ins, out_dtype)
-    compare = name in ("greater", "greater_equal", "less", "less_equal", "equal",
-                       "not_equal") or name[:-7] in ("greater", "greater_equal", "less",
-                                                     "less_equal", "equal", "not_equal")
-    operand = ins[0] if ins else None
-    if operand is None or not _allowed(name.removesuffix("_scalar"), operand):
-        return None
-    if any(d != operand for d in ins) or out_dtype != (expr.BOOL if compare else operand):
-        return None
-    if name in expr.BINARY and len(ins) == 2:
-        return lambda args: expr.BINARY[name](*args)
-    if name in expr.UNARY and len(ins) == 1:
-        if operand not in expr.FLOATS and name != "negative":
-            return None
-        return lambda args: expr.UNARY[name](*args)
-    base = name.removesuffix("_scalar")
-    if name.endswith("_scalar") and base in expr.BINARY and len(ins) == 1:
-        const = _scalar_const(step.attrs["scalar"], operand)
-        if const is None:
-            return None
-        if step.attrs["reverse"]:
-            return lambda args: expr.BINARY[base](const, args[0])
-        return lambda args: expr.BINARY[base](args[0], const)
-    return None
-
-
-def _where_builder(step, ins, out_dtype):
-    layout = step.attrs.get("layout")
-    if layout is None or layout[0] is not ARRAY or ins[0] != expr.BOOL:
-        return None
-    if not _allowed("where", out_dtype):
-        return None
-    dtypes = iter(ins[1:])
-    parts = []
-    for item in layout[1:]:
-        if item is ARRAY:
-            if next(dtypes) != out_dtype:
-                return None
-            parts.append(None)
-        else:
-            const = _scalar_const(item, out_dtype)
-            if const is None:
-                return None
-            parts.append(const)
-
-    def build(args):
-        arrays = iter(args[1:])
-        x, y = (next(arrays) if p is None else p for p in parts)
-        return expr.Node("where", (args[0], x, y), out_dtype)
     return build
 
 

@@ -312,7 +312,7 @@ def test_fused_plans_materialise_no_intermediate(runtime):
 
 def test_without_numexpr_tiny_kernels_stay_unfused_with_the_same_results(runtime,
                                                                          monkeypatch):
-    monkeypatch.setattr(cpu_fused, "numexpr", None)
+    monkeypatch.setattr(cpu_fused, "numexpr_module", lambda: None)
     for n, n_fused in ((100, 0), (100_000, 6)):   # tiny: unfused; blocked: no numexpr needed
         x = mv.array(np.linspace(-3, 3, n))
         jitted = mv.jit(chain)
@@ -382,7 +382,10 @@ def test_a_long_chain_is_cut_into_kernels_of_bounded_depth(runtime):
     assert len(kernels) == 5
 
 
-def test_blocked_kernels_split_over_the_device_threads(runtime):
+def test_blocked_kernels_split_over_the_device_threads(runtime, monkeypatch):
+    from minerva.device.cpu import split
+    ranges, real = [], split._run_range
+    monkeypatch.setattr(split, "_run_range", lambda *a: (ranges.append(a[2]), real(*a)))
     mv.set_device(mv.create_cpu_device(threads=2))
     rng = np.random.default_rng(9)
     a, b = rng.standard_normal((1000, 300)), rng.standard_normal(300)
@@ -396,3 +399,6 @@ def test_blocked_kernels_split_over_the_device_threads(runtime):
     (kernel,) = [s for s in next(iter(jitted._plans.values())).segments[0].plan.steps]
     assert kernel.op_def.elementwise and kernel.op_def.kernel.blocked
     assert jitted.stats()["plan_bytes"] == 0
+    ranges.clear()
+    assert_same(f(np, a, b), jitted(mv.array(a), mv.array(b)))
+    assert len(ranges) == 2   # the replay's one kernel, cut in two row ranges

@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from minerva.ops.elementwise import mixed_args
+from minerva.ops.fusable import is_scalar
 
 BLOCK_BYTES = 256 * 1024
 """The bytes of one block of the output (and of each scratch buffer)."""
@@ -149,7 +149,8 @@ def _select(masks, *arrays, out, layout):
     condition holds (in ``masks``, a scratch buffer). A selection copies bits, so this
     gives ``_where_impl``'s result (a masked copy) exactly, several times faster on a
     random condition."""
-    cond, x, y = mixed_args(layout, arrays)
+    given = iter(arrays)
+    cond, x, y = (item if is_scalar(item) else next(given) for item in layout)
     bits = np.dtype(f"i{out.dtype.itemsize}")
     mask = masks[:out.size * bits.itemsize].view(bits).reshape(out.shape)
     np.subtract(np.zeros((), bits), cond, out=mask)   # 0, or all ones (-1) where cond

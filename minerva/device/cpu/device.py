@@ -9,6 +9,7 @@ import numpy as np
 
 from minerva.common.logging import get_logger
 from minerva.device.base import Device
+from minerva.device.cpu import fused
 from minerva.device.cpu.blas import BLAS
 from minerva.device.cpu.split import SPLIT_OUT_BYTES, RowSplitter
 from minerva.device.ready import STOP, ReadyQueue
@@ -69,6 +70,11 @@ class CpuDevice(Device):
                     and self._splitter.run(self.threads, op_def, self.xp, arrays, out, attrs):
                 return
         self.run_tiny_kernel(op_def, arrays, out, attrs)
+
+    def fusion_backend(self):
+        """numexpr kernels for tiny outputs, cache-blocked NumPy kernels for large ones
+        (``minerva.device.cpu.fused``)."""
+        return fused.backend(self)
 
     def routes_kernel(self, op_def, out_nbytes: int) -> bool:
         """A replay's step goes through ``run_kernel`` when it calls BLAS (it holds this

@@ -1,7 +1,7 @@
 """Fused kernels on CPU devices, of two kinds (``backend``):
 
 - **tiny outputs** (at most ``NUMEXPR_MAX_ELEMENTS``) of kernels of at least
-  ``NUMEXPR_MIN_OPS`` ops: the expression tree (``minerva.jit.expr``) compiled once by
+  ``NUMEXPR_MIN_OPS`` ops: the expression tree (``minerva.ops.fusable``) compiled once by
   numexpr, one call for the whole kernel where the unfused replay makes one per op;
 - **outputs of ``BLOCKED_MIN_BYTES`` or more** (``minerva.device.cpu.blocked``): the steps' own NumPy
   kernels run block by block through cache-sized scratch buffers, bitwise NumPy's;
@@ -30,14 +30,22 @@ import weakref
 import numpy as np
 
 from minerva.device.cpu.blocked import BlockedKernel
-from minerva.jit import expr
+from minerva.ops import fusable as expr
 
-try:
-    import numexpr
-    from numexpr import expressions as _nodes
-    from numexpr.necompiler import NumExpr, disassemble
-except ImportError:  # pragma: no cover - depends on the environment
-    numexpr = None
+_NUMEXPR: list = []   # [the numexpr module, or None], once looked for
+
+
+def numexpr_module():
+    """numexpr, imported at the first fused kernel (not with minerva), or None."""
+    if not _NUMEXPR:
+        try:
+            import numexpr
+            import numexpr.expressions
+            import numexpr.necompiler
+        except ImportError:  # pragma: no cover - depends on the environment
+            numexpr = None
+        _NUMEXPR.append(numexpr)
+    return _NUMEXPR[0]
 
 _KINDS = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
           np.dtype(np.int32): "int", np.dtype(np.int64): "long", np.dtype(bool): "bool"}
@@ -49,8 +57,8 @@ _THREADS_LOCK = threading.Lock()
 
 
 def available() -> bool:
-    """Whether numexpr can be imported (else CPU plans are not fused)."""
-    return numexpr is not None
+    """Whether numexpr can be imported (else tiny CPU kernels are not fused)."""
+    return numexpr_module() is not None
 
 
 NUMEXPR_MAX_ELEMENTS = 4096
@@ -75,7 +83,7 @@ def compile_kernel(spec, device):
     steps should stay unfused."""
     out = spec.out_spec
     if _tiny(out):
-        if numexpr is None or len(spec.program) < NUMEXPR_MIN_OPS:
+        if len(spec.program) < NUMEXPR_MIN_OPS or numexpr_module() is None:
             raise NotImplementedError("a tiny kernel of few ops, or no numexpr")
         if spec.level == "exact" and not spec.exact:
             raise NotImplementedError("numexpr's transcendental functions are not exact")
@@ -91,7 +99,7 @@ def use_threads(n: int) -> None:
         return
     with _THREADS_LOCK:
         if _THREADS["count"] != n:
-            numexpr.set_num_threads(n)
+            numexpr_module().set_num_threads(n)
             _THREADS["count"] = n
 
 
@@ -102,17 +110,18 @@ class NumexprKernel:
     def __init__(self, tree, in_dtypes: list, out_dtype, device):
         self._device = device
         self.out_dtype = out_dtype
+        nodes, compiler = numexpr_module().expressions, numexpr_module().necompiler
         names = [f"a{k}" for k in range(len(in_dtypes))]
-        leaves = [_nodes.VariableNode(n, _KINDS[d]) for n, d in zip(names, in_dtypes)]
-        node = _numexpr_tree(tree, leaves, {})
-        if not isinstance(node, _nodes.OpNode) and not isinstance(node, _nodes.FuncNode):
-            node = _nodes.OpNode("copy", [node], kind=node.astKind)
+        leaves = [nodes.VariableNode(n, _KINDS[d]) for n, d in zip(names, in_dtypes)]
+        node = _numexpr_tree(nodes, tree, leaves, {})
+        if not isinstance(node, (nodes.OpNode, nodes.FuncNode)):
+            node = nodes.OpNode("copy", [node], kind=node.astKind)
         signature = [(n, _SIGNATURE_TYPES[_KINDS[d]]) for n, d in zip(names, in_dtypes)]
         try:
-            self._program = NumExpr(node, signature=signature)
+            self._program = compiler.NumExpr(node, signature=signature)
         except (ValueError, RuntimeError, KeyError, TypeError) as exc:  # limits, opcodes
             raise NotImplementedError(f"numexpr cannot compile it: {exc}") from exc
-        if any(op[0].startswith(b"cast") for op in disassemble(self._program)):
+        if any(op[0].startswith(b"cast") for op in compiler.disassemble(self._program)):
             raise NotImplementedError("numexpr would cast an operand")  # not fused
         self.source = source_of(tree)
 
@@ -128,17 +137,18 @@ class NumexprKernel:
         return functools.partial(self.impl, xp, *arrays, out=out)
 
 
-def _numexpr_tree(tree, leaves, memo):
+def _numexpr_tree(nodes, tree, leaves, memo):
+    """``tree`` as numexpr's expression nodes (a shared subtree made once)."""
     key = id(tree)
     if key in memo:
         return memo[key]
     if isinstance(tree, expr.Leaf):
         made = leaves[tree.position]
     elif isinstance(tree, expr.Const):
-        made = _nodes.ConstantNode(tree.value)
+        made = nodes.ConstantNode(tree.value)
     else:
-        args = [_numexpr_tree(a, leaves, memo) for a in tree.args]
-        made = _numexpr_node(tree.fn, args, _KINDS[tree.dtype])
+        args = [_numexpr_tree(nodes, a, leaves, memo) for a in tree.args]
+        made = _numexpr_node(nodes, tree.fn, args, _KINDS[tree.dtype])
     memo[key] = made
     return made
 
@@ -147,12 +157,12 @@ _OPCODES = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "neg": "neg"
             "or": "or"}
 
 
-def _numexpr_node(fn, args, kind):
+def _numexpr_node(nodes, fn, args, kind):
     if fn in _OPCODES:
-        return _nodes.OpNode(_OPCODES[fn], args, kind=kind)
+        return nodes.OpNode(_OPCODES[fn], args, kind=kind)
     if fn in _COMPARE:
-        return _nodes.OpNode(_COMPARE[fn], args, kind="bool")
-    return _nodes.FuncNode("absolute" if fn == "abs" else fn, args, kind=kind)
+        return nodes.OpNode(_COMPARE[fn], args, kind="bool")
+    return nodes.FuncNode("absolute" if fn == "abs" else fn, args, kind=kind)
 
 
 def source_of(tree) -> str:

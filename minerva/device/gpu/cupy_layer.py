@@ -50,6 +50,11 @@ class CupyLayer(CudaLayer):
         self._peer: dict[tuple[int, int], bool] = {}
         self._lock = threading.Lock()
 
+    def elementwise_kernel(self, in_params, out_params, operation, name, preamble):
+        """``cupy.ElementwiseKernel`` (compiled at its first call, cached by CuPy)."""
+        return self.cupy.ElementwiseKernel(in_params, out_params, operation, name,
+                                           preamble=preamble)
+
     # ---- devices ---------------------------------------------------------------------------
 
     def device_count(self) -> int:

@@ -39,6 +39,7 @@ from minerva.common.errors import DeviceError
 from minerva.common.logging import get_logger
 from minerva.device.base import Device
 from minerva.device.gpu.completion import Settler
+from minerva.device.gpu import fused
 from minerva.device.gpu.copies import CopyPaths
 from minerva.device.gpu.launching import COMPUTE_STREAM, STREAMS, Launching
 from minerva.device.gpu.records import HeldBuffers, Launched
@@ -129,6 +130,10 @@ class GpuDevice(Launching, Device):
         """Return a dead value's block to the store (its stream's free list)."""
         self._writers.pop(block, None)
         super().free(block)
+
+    def fusion_backend(self):
+        """Generated CuPy ElementwiseKernels (``minerva.device.gpu.fused``)."""
+        return fused.backend(self)
 
     def view(self, array, view):
         """``view`` (shape, strides, offset in bytes) of a whole device buffer ``array``;

@@ -1,4 +1,4 @@
-"""Fused kernels on GPU devices: a jit plan's expression trees (``minerva.jit.expr``)
+"""Fused kernels on GPU devices: a jit plan's expression trees (``minerva.ops.fusable``)
 written as the operation of a CuPy ``ElementwiseKernel``, compiled once per source (and
 cached across plans).
 
@@ -12,8 +12,8 @@ value. A float scalar is written as its bits (``mv_f32(1069547520ULL)`` is 1.5f,
 ``__int_as_float``), so no literal is rounded by the compiler.
 
 The layer makes the kernel: ``layer.elementwise_kernel(in_params, out_params, operation,
-name, preamble)`` where the layer has one (the CUDA test double evaluates the body with
-NumPy), else ``cupy.ElementwiseKernel``.
+name, preamble)`` (``CupyLayer``: ``cupy.ElementwiseKernel``; the CUDA test double
+evaluates the body with NumPy).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import weakref
 
 import numpy as np
 
-from minerva.jit import expr
+from minerva.ops import fusable as expr
 
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
            np.dtype(np.int32): "int", np.dtype(np.int64): "long long",
@@ -80,6 +80,7 @@ def backend(device):
     layer = device.layer
 
     def compile_kernel(spec):
+        """The kernel of ``spec``; NotImplementedError when its steps stay unfused."""
         if spec.level == "exact" and not spec.exact:
             raise NotImplementedError("CUDA's transcendental functions are not NumPy's")
         return CudaKernel(spec.tree, spec.in_dtypes, spec.out_spec.dtype, layer)
@@ -106,11 +107,11 @@ _KERNELS_LOCK = threading.Lock()
 
 
 class CudaKernel:
-    """One tree as an ElementwiseKernel (made at its first run, then cached by source):
-    ``in_params``, ``out_params``, ``operation``, ``name`` as CuPy takes them."""
+    """One tree as an ElementwiseKernel (made with the plan, cached by source; CuPy
+    compiles it at its first launch): ``in_params``, ``out_params``, ``operation``,
+    ``name`` as CuPy takes them."""
 
     def __init__(self, tree, in_dtypes: list, out_dtype, layer):
-        self._layer = layer
         self.in_params = ", ".join(f"{np.dtype(d).name} in{k}" for k, d in
                                    enumerate(in_dtypes))
         self.out_params = f"{np.dtype(out_dtype).name} out0"
@@ -118,30 +119,17 @@ class CudaKernel:
         digest = hashlib.sha1((self.in_params + self.out_params + self.operation).encode())
         self.name = f"minerva_fused_{digest.hexdigest()[:16]}"
         self.source = self.operation
-        self._kernel = None
-
-    def kernel(self):
-        """The compiled kernel (compiled once per source and layer)."""
-        if self._kernel is None:
-            with _KERNELS_LOCK:
-                kernels = _KERNELS.setdefault(self._layer, {})
-                made = kernels.get(self.name)
-                if made is None:
-                    made = kernels[self.name] = self._make()
-            self._kernel = made
-        return self._kernel
-
-    def _make(self):
-        make = getattr(self._layer, "elementwise_kernel", None)
-        if make is not None:
-            return make(self.in_params, self.out_params, self.operation, self.name, PREAMBLE)
-        import cupy
-        return cupy.ElementwiseKernel(self.in_params, self.out_params, self.operation,
-                                      self.name, preamble=PREAMBLE)
+        with _KERNELS_LOCK:
+            kernels = _KERNELS.setdefault(layer, {})
+            made = kernels.get(self.name)
+            if made is None:   # NotImplementedError where the layer makes none
+                made = kernels[self.name] = layer.elementwise_kernel(
+                    self.in_params, self.out_params, self.operation, self.name, PREAMBLE)
+        self._kernel = made
 
     def impl(self, xp, *arrays, out) -> None:
         """Launch the kernel on ``arrays`` into ``out`` (on the stream the replay runs)."""
         if out.size:
-            self.kernel()(*arrays, out)
+            self._kernel(*arrays, out)
 
     bind = None

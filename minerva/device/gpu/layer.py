@@ -171,6 +171,13 @@ class CudaLayer(abc.ABC):
     def copy_d2h(self, dst: Any, src: Any, nbytes: int, stream: Any) -> None:
         """Device array ``src`` to host (pinned ``dst``)."""
 
+    def elementwise_kernel(self, in_params: str, out_params: str, operation: str,
+                           name: str, preamble: str) -> Any:
+        """A kernel as CuPy's ``ElementwiseKernel`` makes one (called with the inputs,
+        then the output), for the jit's fused kernels (``minerva.device.gpu.fused``);
+        NotImplementedError where the layer has none (plans then do not fuse)."""
+        raise NotImplementedError("this CUDA layer makes no element-wise kernels")
+
     @abc.abstractmethod
     def strided(self, array: Any, shape: tuple, strides: tuple, offset: int) -> Any:
         """A strided view of the whole C-contiguous device buffer ``array``: ``shape``,

@@ -1,4 +1,5 @@
-"""The expression trees of fused kernels (``minerva.jit.fusion``), independent of backend.
+"""What a jit plan may fuse (``minerva.jit.fusion``), as expression trees independent of
+backend: which element-wise ops, on which dtypes (``tree_builder``), and the trees.
 
 A tree is made of ``Leaf`` (the kernel's input ``position``), ``Const`` (a scalar of a
 dtype) and ``Node`` (a primitive ``fn`` of ``args``). The primitives are few and each is
@@ -123,3 +124,95 @@ INTEGER_OK = frozenset({"add", "subtract", "multiply", "negative", "maximum", "m
                         "not_equal", "where"})
 """The ops fused on int32/int64 (NumPy's and the backends' wrapping integer arithmetic
 agree; division, remainders, powers and absolute values of integers are never fused)."""
+
+
+INEXACT_OPS = frozenset({"exp", "log", "sin", "cos", "tanh", "expm1", "log1p", "sigmoid"})
+"""The ops whose trees hold a transcendental function (``_scalar`` forms included)."""
+COMPARISONS = frozenset({"greater", "greater_equal", "less", "less_equal", "equal",
+                         "not_equal"})
+
+
+def tree_builder(name: str, attrs: dict, in_dtypes: list, out_dtype):
+    """A function of the input trees giving the tree of op ``name`` (``attrs``, operands
+    of ``in_dtypes``, a result of ``out_dtype``), or None when the op does not fuse:
+    its array operands must have one dtype (the result's, or bool for ``where``'s
+    condition) and its scalar be finite and computed by NumPy in that dtype."""
+    if name == "where":
+        return _where_builder(attrs, in_dtypes, out_dtype)
+    base = name.removesuffix("_scalar")
+    operand = in_dtypes[0] if in_dtypes else None
+    if operand is None or not _allowed(base, operand):
+        return None
+    if any(d != operand for d in in_dtypes) or out_dtype != (
+            BOOL if base in COMPARISONS else operand):
+        return None
+    if name in BINARY and len(in_dtypes) == 2:
+        return lambda args: BINARY[name](*args)
+    if name in UNARY and len(in_dtypes) == 1:
+        if operand not in FLOATS and name != "negative":
+            return None
+        return lambda args: UNARY[name](*args)
+    if name.endswith("_scalar") and base in BINARY and len(in_dtypes) == 1:
+        const = _scalar_const(attrs["scalar"], operand)
+        if const is None:
+            return None
+        if attrs["reverse"]:
+            return lambda args: BINARY[base](const, args[0])
+        return lambda args: BINARY[base](args[0], const)
+    return None
+
+
+def _allowed(name: str, dtype) -> bool:
+    """Whether op ``name`` fuses on operands of ``dtype``."""
+    if dtype in INTS:
+        return name in INTEGER_OK
+    return dtype in FLOATS
+
+
+def _scalar_const(scalar, dtype):
+    """``scalar`` as a Const of ``dtype`` when NumPy computes in ``dtype`` with it."""
+    if not isinstance(scalar, (int, float, np.integer, np.floating)) or isinstance(
+            scalar, (bool, np.bool_)):
+        return None
+    try:
+        if np.result_type(dtype, scalar) != dtype:
+            return None
+    except (OverflowError, TypeError):
+        return None
+    if isinstance(scalar, (float, np.floating)) and not np.isfinite(scalar):
+        return None
+    if dtype.kind in "iu" and not isinstance(scalar, (int, np.integer)):
+        return None
+    return Const(scalar, dtype)
+
+
+def is_scalar(item) -> bool:
+    """Whether an item of a mixed op's ``layout`` is a scalar (else it is the slot of an
+    array input: ``ops.elementwise.ARRAY``)."""
+    return isinstance(item, (int, float, complex, np.generic))
+
+
+def _where_builder(attrs, in_dtypes, out_dtype):
+    layout = attrs.get("layout")
+    if layout is None or is_scalar(layout[0]) or in_dtypes[0] != BOOL:
+        return None
+    if not _allowed("where", out_dtype):
+        return None
+    dtypes = iter(in_dtypes[1:])
+    parts = []
+    for item in layout[1:]:
+        if not is_scalar(item):
+            if next(dtypes) != out_dtype:
+                return None
+            parts.append(None)
+        else:
+            const = _scalar_const(item, out_dtype)
+            if const is None:
+                return None
+            parts.append(const)
+
+    def build(args):
+        arrays = iter(args[1:])
+        x, y = (next(arrays) if p is None else p for p in parts)
+        return Node("where", (args[0], x, y), out_dtype)
+    return build
