@@ -8,22 +8,15 @@ import numpy as np
 import pytest
 
 import minerva as mv
-from minerva.device import gpu
 from minerva.device.gpu import fused as gpu_fused
-from tests.support.fake_cuda import FakeCuda
+from tests.support.fake_cuda import gpu_runtime
 from tests.support.jit_fixtures import assert_same
 
 
 @pytest.fixture
 def layer(monkeypatch):
-    """The current device: a GPU device over the CUDA test double."""
-    fake = FakeCuda()
-    monkeypatch.setattr(gpu, "load_cuda_layer", lambda: fake)
-    mv.init()
-    mv.set_device(mv.create_gpu_device(0))
-    yield fake
-    mv.shutdown(timeout=30)
-    fake.close()
+    """The current device: a GPU device over the CUDA test double (yielded)."""
+    yield from gpu_runtime(monkeypatch)
 
 
 def step(ns, x, b, scale):

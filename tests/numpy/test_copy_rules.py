@@ -12,10 +12,9 @@ import pytest
 
 import minerva as mv
 from minerva.api.core.exports import HostExport
-from minerva.device import gpu
 from tests.conftest import ENGINES, start_engine
 from tests.numpy.test_ndarray import check, outcome, same_as_numpy
-from tests.support.fake_cuda import FakeCuda
+from tests.support.fake_cuda import gpu_runtime
 
 
 def pointer(a: np.ndarray) -> int:
@@ -249,13 +248,7 @@ def test_from_dlpack_with_copy_false_never_copies(engine):
 @pytest.fixture
 def fake_gpu(monkeypatch):
     """The current device: a GPU device over the CUDA test double."""
-    layer = FakeCuda()
-    monkeypatch.setattr(gpu, "load_cuda_layer", lambda: layer)
-    mv.init()
-    mv.set_device(mv.create_gpu_device(0))
-    yield
-    mv.shutdown(timeout=30)
-    layer.close()
+    yield from gpu_runtime(monkeypatch)
 
 
 def test_a_gpu_array_is_copied_to_the_host_and_never_aliased(fake_gpu):

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 import minerva as mv
-from minerva.device import gpu
-from tests.support.fake_cuda import FakeCuda
+from tests.support.fake_cuda import gpu_runtime
 
 WORDS = np.array(["the", "cat", "sat", "on", "the", "mat", "a", "cat"])
 BYTES = np.array([b"x", b"abc", b"", b"ab"])
@@ -204,15 +203,9 @@ def test_object_arrays_come_back_as_numpys_from_the_fallback(engine):
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    """CPU device 0 and, current, a GPU device over the CUDA test double."""
-    layer = FakeCuda()
-    monkeypatch.setattr(gpu, "load_cuda_layer", lambda: layer)
-    mv.init()
-    cpu = mv.create_cpu_device()
-    mv.set_device(mv.create_gpu_device(0))
-    yield cpu
-    mv.shutdown(timeout=30)
-    layer.close()
+    """CPU device 0 (yielded) and, current, a GPU device over the CUDA test double."""
+    for _ in gpu_runtime(monkeypatch, with_cpu=True):   # made CPU device 0 first
+        yield 0
 
 
 def test_a_gpu_device_refuses_dtypes_beyond_numbers(fake_gpu):

@@ -615,3 +615,20 @@ class FakeCuda(CudaLayer):
     def _log(self, kind, stream, detail):
         with self._lock:
             self.calls.append((kind, stream, detail))
+
+
+def gpu_runtime(monkeypatch, with_cpu: bool = False):
+    """For a fixture (``yield from``): a runtime whose current device is a GPU device over a
+    new CUDA double, after CPU device 0 when ``with_cpu``; yields the double, then shuts the
+    runtime down."""
+    import minerva as mv
+    from minerva.device import gpu
+    layer = FakeCuda()
+    monkeypatch.setattr(gpu, "load_cuda_layer", lambda: layer)
+    mv.init()
+    if with_cpu:
+        mv.create_cpu_device()
+    mv.set_device(mv.create_gpu_device(0))
+    yield layer
+    mv.shutdown(timeout=30)
+    layer.close()
