@@ -29,7 +29,7 @@ from threadpoolctl import threadpool_limits
 
 import minerva as mv
 from benchmarks import jit as jit_bench
-from benchmarks.harness import interleaved, scenario, table
+from benchmarks.harness import check_goal, interleaved, scenario, table
 
 from apps import mnist_mlp  # noqa: E402  (jit_bench puts the repository on the path)
 
@@ -129,12 +129,6 @@ def mlp_ratio(sizes: tuple, n_steps: int, repeat: int) -> dict:
             "plan_bytes": stats["plan_bytes"]}
 
 
-def _check(name: str, value: float, results: dict) -> None:
-    goal = GOALS[name]
-    results[name] = value
-    print(f"  {name}: {value:.3f}x (goal <= {goal}x) {'met' if value <= goal else 'MISSED'}")
-
-
 @scenario("fusion")
 def fusion(args) -> dict:
     """Fused jit replays: a 200-op tiny chain, Black-Scholes, MLP steps, MLP peak memory."""
@@ -175,12 +169,12 @@ def fusion(args) -> dict:
                                                      "plan_bytes"))) for k, v in peaks.items()],
           ("system", "peak", "peak after step 1", "plan"))
     ratios: dict = {}
-    _check("chain", chain["minerva-jit"] / chain["numpy-eager"], ratios)
-    _check("black_scholes", bs["minerva-jit"] / bs["numpy-eager"], ratios)
+    check_goal(GOALS, "chain", chain["minerva-jit"] / chain["numpy-eager"], ratios)
+    check_goal(GOALS, "black_scholes", bs["minerva-jit"] / bs["numpy-eager"], ratios)
     for name, r in mlps.items():
-        _check(name, r["ratio"], ratios)
-    _check("peak", peaks["minerva-jit"]["peak_bytes"] / peaks["minerva-eager"]["peak_bytes"],
-           ratios)
+        check_goal(GOALS, name, r["ratio"], ratios)
+    check_goal(GOALS, "peak",
+               peaks["minerva-jit"]["peak_bytes"] / peaks["minerva-eager"]["peak_bytes"], ratios)
     ratios["chain_unfused"] = chain["minerva-jit-unfused"] / chain["numpy-eager"]
     ratios["black_scholes_unfused"] = bs["minerva-jit-unfused"] / bs["numpy-eager"]
     for name, r in mlps.items():

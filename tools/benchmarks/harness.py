@@ -61,6 +61,14 @@ def table(title: str, rows: list[tuple], header: tuple) -> None:
         print("  ".join(str(x).rjust(w) for x, w in zip(row, widths)))
 
 
+def check_goal(goals: dict, name: str, value: float, results: dict) -> None:
+    """Record the ratio ``value`` as ``results[name]`` and print it against its goal
+    ``goals[name]`` (a ratio it must not exceed)."""
+    goal = goals[name]
+    results[name] = value
+    print(f"  {name}: {value:.3f}x (goal <= {goal}x) {'met' if value <= goal else 'MISSED'}")
+
+
 def machine() -> dict:
     """What the figures were measured on."""
     import numpy

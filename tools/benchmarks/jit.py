@@ -30,7 +30,7 @@ from threadpoolctl import threadpool_limits
 import minerva as mv
 import minerva.nn
 from benchmarks.eager import EAGER_MV, eager_apply
-from benchmarks.harness import interleaved, scenario, table
+from benchmarks.harness import check_goal, interleaved, scenario, table
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__)))))
@@ -184,12 +184,6 @@ def peak_bytes(app, host: dict, data: list, jitted: bool) -> dict:
 
 # ---- the scenario ----------------------------------------------------------------------
 
-def _check(name: str, value: float, results: dict) -> None:
-    goal = GOALS[name]
-    results[name] = value
-    print(f"  {name}: {value:.3f}x (goal <= {goal}x) {'met' if value <= goal else 'MISSED'}")
-
-
 @scenario("jit")
 def jit(args) -> dict:
     """mv.jit: a chain of tiny ops, the MLP and CNN steps, the MLP's peak memory."""
@@ -215,11 +209,11 @@ def jit(args) -> dict:
            for k, v in peaks.items()],
           ("system", "peak", "peak after step 1", "at the end", "plan"))
     ratios: dict = {}
-    _check("chain", chain["minerva-jit"] / chain["numpy-eager"], ratios)
-    _check("mlp", mlp["ratio"], ratios)
-    _check("cnn", cnn["ratio"], ratios)
-    _check("peak", peaks["minerva-jit"]["peak_bytes"] / peaks["minerva-eager"]["peak_bytes"],
-           ratios)
+    check_goal(GOALS, "chain", chain["minerva-jit"] / chain["numpy-eager"], ratios)
+    check_goal(GOALS, "mlp", mlp["ratio"], ratios)
+    check_goal(GOALS, "cnn", cnn["ratio"], ratios)
+    check_goal(GOALS, "peak",
+               peaks["minerva-jit"]["peak_bytes"] / peaks["minerva-eager"]["peak_bytes"], ratios)
     steady = (peaks["minerva-jit"]["steady_peak_bytes"]
               / peaks["minerva-eager"]["steady_peak_bytes"])
     ratios["steady_peak"] = steady
