@@ -146,8 +146,11 @@ def memory_order(view) -> tuple:
     layout of a result made from it); C order for no view."""
     if view is None:
         return ()
-    shape, strides, _ = view
-    return tuple(sorted(range(len(shape)), key=lambda a: -abs(strides[a])))
+    strides = view[1]
+    n = len(strides)
+    if n < 2 or all(abs(strides[a]) >= abs(strides[a + 1]) for a in range(n - 1)):
+        return tuple(range(n))   # already largest first (what the stable sort keeps)
+    return tuple(sorted(range(n), key=lambda a: -abs(strides[a])))
 
 
 def laid_out(shape: tuple, order: tuple, itemsize: int) -> tuple:
