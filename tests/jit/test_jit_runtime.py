@@ -8,7 +8,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import threading
 import time
 
 import numpy as np
@@ -20,6 +19,7 @@ from tests.support.jit_fixtures import assert_same
 from minerva.builder import build
 from minerva.ops import registry
 from tests.support.trace_checks import check_chrome_trace, op_slices
+from tests.support.gates import gated_op
 
 HERE = os.path.basename(__file__)
 
@@ -142,19 +142,7 @@ def test_a_failing_replay_raises_at_wait_naming_the_line_and_later_calls_work(en
 
 # ---- asynchrony, the DAG, memory ----------------------------------------------------------
 
-GATE = threading.Event()
-
-
-def _hold_infer(x):
-    return (x,)
-
-
-def _hold_impl(xp, x, *, out):
-    assert GATE.wait(30), "the test never opened the gate"
-    out[...] = x
-
-
-HOLD = registry.register("jit_test_hold", _hold_infer, _hold_impl)
+HOLD, GATE = gated_op("jit_test_hold")
 
 
 @pytest.mark.parametrize("engine_name", ["dag", "dag-queued"])

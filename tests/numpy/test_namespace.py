@@ -14,6 +14,7 @@ import minerva as mv
 from minerva import dtypes
 from minerva.api.fallback import HostFunction
 from minerva.api.missing import missing_attribute
+from tests.numpy.test_copy_rules import Exporter
 
 ARRAY_API_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                     "uint64", "float32", "float64", "complex64", "complex128")
@@ -210,20 +211,7 @@ def test_dunder_dlpack_takes_the_array_api_keywords(engine):
     x = mv.array(np.arange(4.0))
     for kwargs in ({}, {"copy": True}, {"copy": False}, {"max_version": (1, 0)},
                    {"dl_device": (1, 0)}):
-        np.testing.assert_array_equal(np.from_dlpack(_Exporter(x, kwargs)), np.arange(4.0))
-
-
-class _Exporter:
-    """A DLPack producer that calls ``x.__dlpack__`` with extra keywords."""
-
-    def __init__(self, x, kwargs):
-        self.x, self.kwargs = x, kwargs
-
-    def __dlpack__(self, **kwargs):
-        return self.x.__dlpack__(**{**kwargs, **self.kwargs})
-
-    def __dlpack_device__(self):
-        return self.x.__dlpack_device__()
+        np.testing.assert_array_equal(np.from_dlpack(Exporter(x, kwargs)), np.arange(4.0))
 
 
 def test_conformance_fixes(engine):

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import warnings
 
 import numpy as np
 import pytest
@@ -21,16 +20,7 @@ import pytest
 import minerva as mv
 from minerva.builder import build
 from minerva.ops import registry
-
-
-def outcome(function, *args):
-    """``("ok", value)`` or ``("raised", exception)`` of ``function(*args)``."""
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return "ok", function(*args)
-    except Exception as exc:  # noqa: BLE001  (the oracle's error is part of the answer)
-        return "raised", exc
+from tests.numpy.test_ndarray import outcome
 
 
 def same_as_numpy(got, want) -> None:

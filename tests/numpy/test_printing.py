@@ -14,7 +14,7 @@ import pytest
 
 import minerva as mv
 from minerva.builder import build
-from minerva.ops import registry
+from tests.support.gates import gated_op
 
 ARRAYS = {
     "float64 1-D": np.array([0.0, 1.0]),
@@ -192,19 +192,7 @@ def test_format_float_functions_take_minerva_scalars():
 
 # ---- waiting, failures -------------------------------------------------------------------
 
-GATE = threading.Event()
-
-
-def _gate_infer(x):
-    return (x,)
-
-
-def _gate_impl(xp, x, *, out):
-    assert GATE.wait(30), "the test never opened the gate"
-    out[...] = x
-
-
-GATED = registry.register("test_printing_gate", _gate_infer, _gate_impl)
+GATED, GATE = gated_op("test_printing_gate")
 
 
 @pytest.mark.parametrize("show", [repr, str], ids=["repr", "str"])

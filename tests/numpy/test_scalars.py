@@ -18,7 +18,7 @@ import pytest
 
 import minerva as mv
 from minerva.builder import build
-from minerva.ops import registry
+from tests.support.gates import gated_op
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -282,19 +282,7 @@ def test_in_place_operators_on_a_scalar_make_a_new_scalar_as_numpys():
 
 # ---- laziness ----------------------------------------------------------------------------
 
-GATE = threading.Event()
-
-
-def _gate_infer(x):
-    return (x,)
-
-
-def _gate_impl(xp, x, *, out):
-    assert GATE.wait(30), "the test never opened the gate"
-    out[...] = x
-
-
-GATED = registry.register("test_scalars_gate", _gate_infer, _gate_impl)
+GATED, GATE = gated_op("test_scalars_gate")
 
 
 def test_scalars_stay_lazy_until_a_use_needs_their_value():

@@ -4,28 +4,15 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 
 import pytest
 
 import minerva as mv
 from tests.support.dot_check import parse
 from minerva.builder import build
-from minerva.ops import registry
+from tests.support.gates import gated_op
 
-_gate = threading.Event()
-
-
-def _hold_infer(x):
-    return (x,)
-
-
-def _hold_impl(xp, x, *, out):
-    assert _gate.wait(30), "the test never opened the gate"
-    out[...] = x
-
-
-HOLD = registry.register("dump_test_hold", _hold_infer, _hold_impl)
+HOLD, _gate = gated_op("dump_test_hold")
 
 
 @pytest.fixture
