@@ -15,7 +15,8 @@ from typing import Callable
 
 SCENARIOS: dict[str, Callable] = {}
 MODULES = ("dispatch", "memory", "conv", "cnn_torch", "overlap", "steps", "autograd", "gpu",
-           "trace", "jit", "fusion", "dist", "programs")
+           "trace", "jit", "fusion", "dist", "programs",
+           "benchpress")
 
 
 def scenario(name: str):
