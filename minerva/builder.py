@@ -54,8 +54,20 @@ def build(op_def, inputs, attrs=EMPTY, out=None):
     if out is not None:
         result = _write(system, op_def, inputs, attrs, out_specs, out)
     else:
-        result = _fresh(system, op_def, inputs, attrs, out_specs)
-        if not out_specs[0].shape and op_def.name in SCALAR_RESULT_OPS:
+        result = None
+        spec = out_specs[0]
+        if len(out_specs) == 1 and spec.dtype.kind in NUMERIC_KINDS:
+            for x in inputs:
+                if x._view is not None:
+                    break
+            else:   # the lean path first: a tiny op of computed inputs runs here and now
+                storage = system.engine.run_lean(op_def, attrs, [x._storage for x in inputs],
+                                                 spec, system.current_device())
+                if storage is not None:
+                    result = NArray(storage, None, spec)
+        if result is None:
+            result = _fresh(system, op_def, inputs, attrs, out_specs)
+        if not spec.shape and op_def.name in SCALAR_RESULT_OPS:
             _mark_scalars(result)
     if SEAM.hooks:
         SEAM.notify(op_def, attrs, inputs, result, out)
@@ -86,10 +98,6 @@ def _fresh(system, op_def, inputs, attrs, out_specs):
                 return _keep_order(system, op_def, inputs, attrs, out_specs[0], views)
             break
     storages = [x._storage for x in inputs]
-    if views is None and len(out_specs) == 1:   # a tiny op's shortcut past ``submit``
-        storage = system.engine.run_lean(op_def, attrs, storages, out_specs[0], device)
-        if storage is not None:
-            return NArray(storage, None, out_specs[0])
     storages = system.engine.submit(op_def, attrs, storages, out_specs, device, None, views)
     if len(storages) == 1:
         return NArray(storages[0], None, out_specs[0])

@@ -74,7 +74,7 @@ class ErrState:
 
 
 _DIRECT: list = []
-"""What the kernel of a direct op met (``run_collecting``; callers are serialized by the
+"""What the kernel of a direct op met (``caller_state``; callers are serialized by the
 engine's lock, so one list serves every thread)."""
 
 
@@ -145,53 +145,45 @@ def run_under(captured, function, args, name: str, created_at, kwargs=_NO_KWARGS
         _report(state, records, name, created_at)
 
 
-def run_collecting(function, args, kwargs):
-    """``function(*args, **kwargs)`` under the calling thread's own error state, for the
-    kernel of a direct op (run whole on this thread; callers are serialized by the
-    engine's lock); the ``(state, records)`` to give ``report`` later (records None when
-    nothing was met). An exception of ``function`` propagates."""
-    if _EXTOBJ is None:   # pragma: no cover - another NumPy
-        return _run_collecting_decoded(function, args, kwargs)
-    captured = _EXTOBJ.get()
-    try:
-        state = _DECODED[captured][0]
-    except KeyError:
-        state = _decode(captured)
-    if state.quiet:   # nothing to report: the thread's own state is the kernel's
-        function(*args, **kwargs)
-        return state, None
-    applied = _EXTOBJ.set(state.direct)
-    try:
-        function(*args, **kwargs)
-    except BaseException:
-        _DIRECT.clear()
-        raise
-    finally:
-        _EXTOBJ.reset(applied)
-    if not _DIRECT:
-        return state, None
+def caller_state() -> ErrState:
+    """The calling thread's own error state, decoded, for the kernel of a direct op (run
+    whole on this thread; callers are serialized by the engine's lock): run the kernel as
+    it is when the state is ``quiet``, else between ``token = DIRECT.set(state.direct)``
+    and ``DIRECT.reset(token)``, which collect what it meets into ``DIRECT_RECORDS``
+    (``take_direct_records``)."""
+    captured = _EXTOBJ.get() if _EXTOBJ is not None else capture()
+    known = _DECODED.get(captured)
+    return _decode(captured) if known is None else known[0]
+
+
+class _LegacyDirect:  # pragma: no cover - another NumPy: the state set through np.seterr
+    """``DIRECT`` where NumPy has no error-state context variable."""
+
+    @staticmethod
+    def set(modes):
+        return np.seterr(**modes), np.seterrcall(_record_direct)
+
+    @staticmethod
+    def reset(token) -> None:
+        np.seterr(**token[0])
+        np.seterrcall(token[1])
+
+
+DIRECT = _EXTOBJ if _EXTOBJ is not None else _LegacyDirect
+"""Sets (``set(state.direct)`` → token) and resets (``reset(token)``) the error state of
+a direct op's kernel (see ``caller_state``)."""
+DIRECT_RECORDS = _DIRECT
+
+
+def take_direct_records() -> list:
+    """What the last direct op's kernel met (for ``report``); the list is emptied."""
     records = _DIRECT[:]
     _DIRECT.clear()
-    return state, records
-
-
-def _run_collecting_decoded(function, args, kwargs):  # pragma: no cover - another NumPy
-    state = _decode(capture())
-    thread = _THREAD
-    outer = thread.state, thread.records
-    thread.state, thread.records = state, None
-    applied = _apply(state.kernel)
-    try:
-        function(*args, **kwargs)
-    finally:
-        _restore(applied)
-        records = thread.records
-        thread.state, thread.records = outer
-    return state, records
+    return records
 
 
 def report(state: "ErrState", records: list, name: str, created_at) -> None:
-    """Report what ``run_collecting`` collected (op ``name``, built at ``created_at``)."""
+    """Report what a direct op's kernel met (``take_direct_records``) (op ``name``, built at ``created_at``)."""
     _report(state, records, name, created_at)
 
 

@@ -117,58 +117,49 @@ class DirectPath:
                 return None
         device_id = device.device_id
         store = device.store
+        errstate = fp_errors.caller_state()
         with self._lock:
             block, later = self._reap_locked(device_id, nbytes if store.recycles else -1) \
                 if self._releases else (None, None)
             ready = not self.closed and self.n_inflight < self.max_pending
+            arrays = []
             for storage in storages:   # the inputs: computed values here, no writer
                 data = storage.current
                 if data.state != COMPLETED or data.writer is not None \
                         or data.device_id != device_id or storage.engine is not self:
                     ready = False
                     break
-            target = out = None
+                arrays.append(data.array)
+            out = None
             if not ready:
                 if block is not None:
                     store.free(block)
-            elif block is not None:
-                store.n_recycled += 1
-                target = block.view if block.view_key == (spec.shape, spec.dtype) \
-                    else store.array(block, spec.shape, spec.dtype)
             else:
-                block, target = store.alloc_array(nbytes, spec.shape, spec.dtype, False)
-            if target is not None:
-                out, found = self._settle_fresh(op_def, attrs, storages, spec, device,
-                                                views, block, target)
+                if block is not None:
+                    store.n_recycled += 1
+                    target = block.view if block.view_key == (spec.shape, spec.dtype) \
+                        else store.array(block, spec.shape, spec.dtype)
+                else:
+                    block, target = store.alloc_array(nbytes, spec.shape, spec.dtype, False)
+                if target is not None:
+                    if views is not None:
+                        arrays = [a if v is None else device.view(a, v)
+                                  for a, v in zip(arrays, views)]
+                    exc = device.cancelled or _run_kernel(op_def.impl, device.xp, arrays,
+                                                          attrs, target, errstate)
+                    out = state.settled_value(self.dag, spec, device_id, exc is not None)
+                    block.label, out.block, out.array = out, block, target
+                    if exc is not None:
+                        out.error = _direct_error(op_def, exc, out.node_id, device)
+                        self._failures.append(out.error)
         if later:
             self._free_blocks(later)
         if out is None:
             return None
-        if found is not None:   # floating-point errors met: reported at the user's line
-            fp_errors.report(*found, op_def.name, user_callsite())
+        if fp_errors.DIRECT_RECORDS:   # floating-point errors met: reported at the user's line
+            fp_errors.report(errstate, fp_errors.take_direct_records(), op_def.name,
+                             user_callsite())
         return Storage(out, self)
-
-    def _settle_fresh(self, op_def, attrs, storages, spec, device, views, block, target):
-        """Under the lock: run the kernel into ``target`` (of ``block``) under the caller's
-        floating-point error state; ``(its output inserted computed or failed, what
-        ``fp_errors.report`` takes or None)``."""
-        arrays = [storage.current.array for storage in storages]
-        if views is not None:
-            arrays = [a if v is None else device.view(a, v) for a, v in zip(arrays, views)]
-        exc, found = device.cancelled, None
-        if exc is None:
-            try:
-                found = fp_errors.run_collecting(op_def.impl, (device.xp, *arrays),
-                                                 dict(attrs, out=target))
-            except Exception as err:  # stored on the output
-                exc = detach_traceback(err)
-        out = state.settled_value(self.dag, spec, device.device_id, exc is not None)
-        block.label, out.block, out.array = out, block, target
-        if exc is not None:
-            out.error = _direct_error(op_def, exc, out.node_id, device)
-            self._failures.append(out.error)
-            return out, None
-        return out, (found if found[1] else None)
 
     def _run_direct(self, op_def, attrs, storages, spec, device, created_at, views,
                     written=None, out_view=None):
@@ -234,6 +225,74 @@ class DirectPath:
         if ready:
             self._start(ready)
         return result
+
+    def run_now(self, op_def, attrs, storages, out_specs, device_id, created_at, writes):
+        """Run an op of several outputs (a jit replay) at once on the calling thread, as
+        an op node run by the engine's own transitions: when the runtime has room, every
+        input is computed on ``device_id`` with no writer pending, and every storage of
+        ``writes`` (one storage or None per output) holds alone a computed value that
+        nothing pending reads. Its output storages, or None (nothing done: the DAG path).
+        The op runs as on its device's thread (errors, trace, floating-point state),
+        on the caller's track."""
+        device = self.devices.table[device_id]
+        with self._lock:
+            if self.closed or self.n_inflight >= self.max_pending:
+                return None
+            args = [storage.current for storage in storages]
+            for i, data in enumerate(args):
+                if data.state != COMPLETED or data.writer is not None \
+                        or data.device_id != device_id or storages[i].engine is not self:
+                    return None
+            bases = [None if s is None else s.current for s in writes]
+            for i, base in enumerate(bases):
+                if base is not None and (
+                        base.state != COMPLETED or base.rc or base.writer is not None
+                        or base.extern_rc != 1 or base.device_id != device_id
+                        or writes[i].engine is not self or base in args):
+                    return None
+            dead = self._drain_releases_locked() if self._releases else None
+            op = self._register_locked(op_def, attrs, args, out_specs, device_id,
+                                       created_at, None, bases, [])
+            op.errstate = fp_errors.capture()
+            results = self._out_storages(op, writes)
+            blocks = self._delete_locked(dead) if dead else None
+        if blocks:
+            self._free_blocks(blocks)
+        state.start_run(op)
+        if self.hooks.active:
+            self.hooks.op_ready(op)
+        exc = device.run_inline(op, device.caller_track)
+        error = None
+        if exc is not None:   # stored as the DAG path stores it (engine.op_failure)
+            from minerva.scheduler.engine import op_failure
+            error = op_failure(op, exc)
+        with self._lock:
+            ready, blocks = self._complete_locked(op, error, error is not None)
+        if blocks:
+            self._free_blocks(blocks)
+        if ready:
+            self._start(ready)
+        return results
+
+
+def _run_kernel(impl, xp, arrays, attrs, target, errstate):
+    """Run a lean op's kernel into ``target`` under the calling thread's error state
+    ``errstate`` (``fp_errors.caller_state``): as it is when that state reports nothing,
+    else with what it meets collected into ``fp_errors.DIRECT_RECORDS``; the exception
+    it raised (its traceback detached), or None."""
+    try:
+        if errstate.quiet:
+            impl(xp, *arrays, out=target, **attrs)
+        else:
+            token = fp_errors.DIRECT.set(errstate.direct)
+            try:
+                impl(xp, *arrays, out=target, **attrs)
+            finally:
+                fp_errors.DIRECT.reset(token)
+    except Exception as err:  # stored on the output
+        fp_errors.DIRECT_RECORDS.clear()
+        return detach_traceback(err)
+    return None
 
 
 def _direct_error(op_def, exc, node_id: int, device) -> OpError:
