@@ -8,11 +8,13 @@ on one device, and each segment's values sorted by where they live during a repl
 - **exports**: tmps it makes that later segments use or the function returns: fresh
   outputs of the replay op.
 - **locals**: tmps it makes and alone uses: slots of the segment's **arena**, one buffer
-  allocated once and kept across replays. Slots are assigned by liveness: a slot is reused
-  once the tmp in it was last used (MXNet's memory planner).
+  allocated once and kept across replays. Slots are assigned by liveness: bytes are reused
+  once the tmp in them was last used (``minerva.jit.memory``: in-place writes replay as
+  early as their values allow, and the locals take offsets largest first).
 """
 from __future__ import annotations
 
+from minerva.jit import memory
 from minerva.jit.capture import TMP
 
 
@@ -60,6 +62,7 @@ def segments_of(steps: list, values: list, results: list) -> list[SegmentPlan]:
     used_in = _uses(plans)
     returned = {vid for vid, _ in results}
     for k, plan in enumerate(plans):
+        plan.steps = memory.hoisted(plan.steps)
         _sort_values(plan, k, values, made_in, used_in, returned)
         _assign_slots(plan, values)
     return plans
@@ -93,37 +96,18 @@ def _sort_values(plan, k, values, made_in, used_in, returned) -> None:
 
 
 def _assign_slots(plan, values) -> None:
-    """Give each local tmp an arena slot, reusing slots of tmps already dead."""
+    """Give each local tmp an arena slot: bytes no local living at the same time holds
+    (``memory.offsets``)."""
     first, last = {}, {}
     for i, step in enumerate(plan.steps):
         for vid, _ in step.outs + step.ins:
             first.setdefault(vid, i)
             last[vid] = i
-    free: list[Slot] = []
-    ending: dict = {}
-    for vid in sorted(plan.locals, key=lambda v: first[v]):
-        i = first[vid]
-        for done in [d for d in ending if ending[d] < i]:
-            free.append(plan.slots[done])
-            del ending[done]
-        size = _aligned(values[vid].spec.nbytes)
-        plan.slots[vid] = _take(free, size) or _grow(plan, size)
-        ending[vid] = last[vid]
-
-
-def _take(free: list, size: int):
-    fits = [slot for slot in free if slot.size >= size]
-    if not fits:
-        return None
-    best = min(fits, key=lambda slot: slot.size)
-    free.remove(best)
-    return best
-
-
-def _grow(plan, size: int) -> Slot:
-    slot = Slot(plan.arena_bytes, size)
-    plan.arena_bytes += size
-    return slot
+    sizes = [_aligned(values[vid].spec.nbytes) for vid in plan.locals]
+    placed, plan.arena_bytes = memory.offsets(
+        [(first[vid], last[vid], size) for vid, size in zip(plan.locals, sizes)])
+    for vid, offset, size in zip(plan.locals, placed, sizes):
+        plan.slots[vid] = Slot(offset, size)
 
 
 def _aligned(nbytes: int) -> int:
