@@ -30,6 +30,7 @@ import statistics
 import sys
 import time
 import types
+import warnings
 from typing import Callable
 from unittest import mock
 
@@ -261,7 +262,9 @@ def run_program(name: str, mode: str, size: str) -> Clock:
     path = os.path.join(folder, name + ".py")
     np.random.seed(SEED)
     mv.random.seed(SEED)
-    with mock.patch.object(sys, "argv", [path, size]), np.errstate(all="ignore"):
+    with mock.patch.object(sys, "argv", [path, size]), np.errstate(all="ignore"), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # nbody sets strides
         ns = vars(loader.execute(path, "benchpress_program"))
         if mode == "jit" and callable(program.jit):
             program.jit(ns)
