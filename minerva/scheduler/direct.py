@@ -10,26 +10,28 @@ storage it writes (``x += 1``, ``x[i] = v``, ``out=``) when that storage's value
 computed, read by nothing pending and held by no other storage (``state.begin_direct``).
 The result, the errors and the trace records are those of the DAG path.
 
-The common case — a fresh output of a kernel that calls no BLAS, while no trace records —
-takes the lean path (``run_lean``), in one round of the engine lock: the queued handle
-releases are applied (a value that died with the output's size hands its block over), a
-block is taken without the store's out-of-memory ladder otherwise (the ladder's reclaimer
+The common case — a fresh output of a kernel that calls no BLAS, while nothing follows
+nodes through the DAG (``hooks.wants_nodes``; the trace does not) — takes the lean path
+(``run_lean``), in one round of the engine lock: the queued handle releases are applied
+(a value that died with the output's size hands its block over: the memory in use stays
+as it was, so a trace records no free and no allocation), a block is taken without the store's out-of-memory ladder otherwise (the ladder's reclaimer
 needs the engine lock: when it would be needed the op takes the DAG path), the inputs are
 checked, the kernel runs (tiny: about a microsecond) and its output is inserted computed
 (``state.settled_value``); as nothing else can read or write meanwhile, no op node and no
-read counts are needed. The user's line is found only when it is needed: for an error or a
-floating-point warning, while the user's call is still on the stack. ``element_now`` reads
+read counts are needed. The user's line is found only when it is needed: for an error, a
+floating-point warning or a trace record, while the user's call is still on the stack. ``element_now`` reads
 one element of a computed value the same way (``x[i]``).
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 
 from minerva.common import fp_errors
 from minerva.common.callsite import format_callsite, user_callsite
 from minerva.common.errors import OpError
-from minerva.dag.nodes import COMPLETED, Storage
+from minerva.dag.nodes import COMPLETED, FAILED, DataNode, Storage, new_node_id
 from minerva.device.base import detach_traceback
 from minerva.scheduler import state
 
@@ -81,7 +83,7 @@ class DirectPath:
                 total += storage.current.spec.nbytes
             if total > limit:
                 return None
-            if writes is None and not op_def.blas and not self.hooks.active:
+            if writes is None and not op_def.blas and not self.hooks.wants_nodes:
                 result = self.run_lean(op_def, attrs, storages, spec, device, views, total)
                 return None if result is None else [result]
         elif not is_tiny(storages, spec, out_views[0], limit):
@@ -92,7 +94,8 @@ class DirectPath:
                                 None if out_views is None else out_views[0])
 
     def run_lean(self, op_def, attrs, storages, spec, device, views=None, total=None):
-        """The lean path: a fresh output of a kernel without BLAS, while no trace records,
+        """The lean path: a fresh output of a kernel without BLAS, while nothing follows
+        nodes (a trace records it as an op on the caller's track, ``_announce_lean``),
         on ``device`` (a Device, or its id: the op is then checked for the lean path here,
         the builder's shortcut past ``submit``), touching ``total`` bytes (None: counted
         here); the output's storage, or None when it must take another path (nothing done
@@ -105,7 +108,7 @@ class DirectPath:
         the kernel and inserts the output computed."""
         if type(device) is int:
             device = self.devices.table[device]
-            if not op_def.tiny_inline or op_def.blas or self.hooks.active:
+            if not op_def.tiny_inline or op_def.blas or self.hooks.wants_nodes:
                 return None
         nbytes = spec.nbytes
         if total is None:
@@ -118,6 +121,7 @@ class DirectPath:
         device_id = device.device_id
         store = device.store
         errstate = fp_errors.caller_state()
+        traced = self.hooks.active   # a trace records the op (``_announce_lean``)
         with self._lock:
             block, later = self._reap_locked(device_id, nbytes if store.recycles else -1) \
                 if self._releases else (None, None)
@@ -145,9 +149,13 @@ class DirectPath:
                     if views is not None:
                         arrays = [a if v is None else device.view(a, v)
                                   for a, v in zip(arrays, views)]
+                    if traced:
+                        started = time.perf_counter_ns()
                     exc = device.cancelled or _run_kernel(op_def.impl, device.xp, arrays,
                                                           attrs, target, errstate)
                     out = state.settled_value(self.dag, spec, device_id, exc is not None)
+                    if traced:
+                        traced = (started, [storage.current for storage in storages], exc)
                     block.label, out.block, out.array = out, block, target
                     if exc is not None:
                         out.error = _direct_error(op_def, exc, out.node_id, device)
@@ -156,10 +164,22 @@ class DirectPath:
             self._free_blocks(later)
         if out is None:
             return None
+        if traced:
+            self._announce_lean(op_def, out, device, *traced)
         if fp_errors.DIRECT_RECORDS:   # floating-point errors met: reported at the user's line
             fp_errors.report(errstate, fp_errors.take_direct_records(), op_def.name,
                              user_callsite())
         return Storage(out, self)
+
+    def _announce_lean(self, op_def, out, device, started: int, inputs, exc) -> None:
+        """While a trace records: the lean op that ran from ``started`` on ``inputs`` (its
+        input values) into ``out``, as the hooks ``op_started`` and ``op_finished`` see an
+        op, on the caller's track."""
+        record = state.DirectOp(op_def, inputs, out, user_callsite(3))
+        record.t_created = record.t_started = started
+        hooks, track = self.hooks, device.caller_track
+        hooks.op_started(record, device.device_id, track, started)
+        hooks.op_finished(record, device.device_id, track, time.perf_counter_ns(), exc)
 
     def _run_direct(self, op_def, attrs, storages, spec, device, created_at, views,
                     written=None, out_view=None):
@@ -226,53 +246,59 @@ class DirectPath:
             self._start(ready)
         return result
 
-    def run_now(self, op_def, attrs, storages, out_specs, device_id, created_at, writes):
-        """Run an op of several outputs (a jit replay) at once on the calling thread, as
-        an op node run by the engine's own transitions: when the runtime has room, every
-        input is computed on ``device_id`` with no writer pending, and every storage of
-        ``writes`` (one storage or None per output) holds alone a computed value that
-        nothing pending reads. Its output storages, or None (nothing done: the DAG path).
-        The op runs as on its device's thread (errors, trace, floating-point state),
-        on the caller's track."""
+    def run_nested_now(self, op_def, attrs, storages, fresh, writes, device_id,
+                       scratch=None, created_at=None):
+        """Run a jit replay's segment (``op_def`` is nested: its kernel gets the device)
+        at once on the calling thread, whole under the engine lock as the lean path runs
+        a tiny op. It reads the current values of ``storages``, makes fresh outputs of the
+        specs ``fresh`` and writes in place the values of ``writes`` (each storage's next
+        version) and of ``scratch`` (a plan's arena, which only that plan's replays use:
+        no new version while no trace records). It runs when the runtime has room, no
+        listener follows nodes, and every value it reads or writes is computed on
+        ``device_id`` with no writer pending (one it writes: read by nothing pending and
+        held by its storage alone); else None (nothing done: the DAG path). Returns the
+        fresh storages. Errors (the step's line), floating-point reports (at
+        ``created_at``, else the user's line found now) and trace records (on the
+        caller's track) are the DAG path's; ``device.cancelled`` fails it."""
+        hooks = self.hooks
+        if hooks.wants_nodes:
+            return None
         device = self.devices.table[device_id]
+        traced = hooks.active
+        if traced and scratch is not None:   # the trace names every version written
+            writes, scratch = writes + [scratch], None
+        errstate = fp_errors.caller_state()
+        made = None
+        store = device.store
+        handed = -1 if traced or not fresh or not store.recycles else fresh[0].nbytes
         with self._lock:
-            if self.closed or self.n_inflight >= self.max_pending:
-                return None
-            args = [storage.current for storage in storages]
-            for i, data in enumerate(args):
-                if data.state != COMPLETED or data.writer is not None \
-                        or data.device_id != device_id or storages[i].engine is not self:
-                    return None
-            bases = [None if s is None else s.current for s in writes]
-            for i, base in enumerate(bases):
-                if base is not None and (
-                        base.state != COMPLETED or base.rc or base.writer is not None
-                        or base.extern_rc != 1 or base.device_id != device_id
-                        or writes[i].engine is not self or base in args):
-                    return None
-            dead = self._drain_releases_locked() if self._releases else None
-            op = self._register_locked(op_def, attrs, args, out_specs, device_id,
-                                       created_at, None, bases, [])
-            op.errstate = fp_errors.capture()
-            results = self._out_storages(op, writes)
-            blocks = self._delete_locked(dead) if dead else None
+            block = later = None
+            if self._releases:
+                if traced:
+                    later = self._delete_locked(self._drain_releases_locked())
+                else:   # a value that died with the first output's size hands it over
+                    block, later = self._reap_locked(device_id, handed)
+            arrays = None if self.closed or self.n_inflight >= self.max_pending else \
+                _now_inputs(self, storages, device_id)
+            taken = None
+            if arrays is not None:
+                taken = _now_outputs(self, device, fresh, writes, scratch, block)
+            elif block is not None:
+                store.free(block)
+            if taken is not None:
+                made = _run_nested(self, op_def, attrs, device, storages, arrays, taken,
+                                   fresh, writes, created_at, errstate)
+        if later:
+            self._free_blocks(later)
+        if made is None:
+            return None
+        outs, blocks = made
         if blocks:
             self._free_blocks(blocks)
-        state.start_run(op)
-        if self.hooks.active:
-            self.hooks.op_ready(op)
-        exc = device.run_inline(op, device.caller_track)
-        error = None
-        if exc is not None:   # stored as the DAG path stores it (engine.op_failure)
-            from minerva.scheduler.engine import op_failure
-            error = op_failure(op, exc)
-        with self._lock:
-            ready, blocks = self._complete_locked(op, error, error is not None)
-        if blocks:
-            self._free_blocks(blocks)
-        if ready:
-            self._start(ready)
-        return results
+        if fp_errors.DIRECT_RECORDS:   # floating-point errors met: at the user's line
+            fp_errors.report(errstate, fp_errors.take_direct_records(), op_def.name,
+                             created_at or user_callsite())
+        return [Storage(out, self) for out in outs]
 
 
 def _run_kernel(impl, xp, arrays, attrs, target, errstate):
@@ -301,3 +327,118 @@ def _direct_error(op_def, exc, node_id: int, device) -> OpError:
     return OpError.from_failure(exc, op=op_def.name, node_id=node_id,
                                 device=device.device_id,
                                 created_at=format_callsite(user_callsite()))
+
+
+# ---- a jit replay's segment run at once (``DirectPath.run_nested_now``) -----------------
+
+def _now_inputs(engine, storages, device_id: int):
+    """The arrays of the inputs' current values, or None when one is not computed on
+    ``device_id``, has a writer pending or belongs to another runtime."""
+    arrays = []
+    for storage in storages:
+        data = storage.current
+        if data.state != COMPLETED or data.writer is not None \
+                or data.device_id != device_id or storage.engine is not engine:
+            return None
+        arrays.append(data.array)
+    return arrays
+
+
+def _now_outputs(engine, device, fresh, writes, scratch, handed=None):
+    """``(fresh blocks, output arrays)``: the written values' buffers (each held by its
+    storage alone, computed, read and written by nothing pending) and blocks for the
+    fresh outputs (the first one ``handed``, a dead value's block of its size, when there
+    is one), taken without the out-of-memory ladder; None where one fails (every block
+    taken, ``handed`` too, given back)."""
+    device_id, written, store = device.device_id, [], device.store
+    for storage in writes if scratch is None else writes + [scratch]:
+        base = storage.current
+        if base.state != COMPLETED or base.rc or base.writer is not None \
+                or base.extern_rc != 1 or base.device_id != device_id \
+                or storage.engine is not engine:
+            if handed is not None:
+                store.free(handed)
+            return None
+        written.append(base.array)
+    blocks, arrays = [], []
+    for spec in fresh:
+        if handed is not None:
+            block, handed = handed, None
+            store.n_recycled += 1
+            array = block.view if block.view_key == (spec.shape, spec.dtype) \
+                else store.array(block, spec.shape, spec.dtype)
+        else:
+            block, array = store.alloc_array(spec.nbytes, spec.shape, spec.dtype, False)
+        if block is None:
+            for taken in blocks:
+                store.free(taken)
+            return None
+        blocks.append(block)
+        arrays.append(array)
+    return blocks, tuple(arrays + written)
+
+
+def _run_nested(engine, op_def, attrs, device, storages, arrays, taken, fresh, writes,
+                created_at, errstate):
+    """Under the lock: run the kernel into the ``taken`` outputs (``_now_outputs``), then
+    insert the fresh outputs (of specs ``fresh``) and the next versions of ``writes``,
+    computed or failed: ``(the fresh outputs, blocks to free after the lock)``."""
+    hooks, device_id = engine.hooks, device.device_id
+    record = None
+    attrs = dict(attrs, device=device)
+    if hooks.active:   # the trace: the op as a record, on the caller's track
+        inputs = [s.current for s in storages] + [s.current for s in writes]
+        record = state.DirectOp(op_def, inputs, None, created_at or user_callsite())
+        attrs["trace"] = functools.partial(hooks.inner_op, device_id, record.node_id)
+        hooks.op_started(record, device_id, device.caller_track, record.t_created)
+    blocks, outs = taken
+    exc = device.cancelled or _run_kernel(op_def.impl, device.xp, arrays, attrs, outs,
+                                          errstate)
+    made = []
+    for spec, block, array in zip(fresh, blocks, outs):
+        out = DataNode(spec, device_id, None, None)
+        block.label, out.block, out.array = out, block, array
+        made.append(out)
+    n_fresh = len(made)
+    dead = [_next_version(storage, made) for storage in writes]
+    error = None if exc is None else _nested_error(op_def, exc, made, device_id, created_at)
+    _insert_settled(engine, made, error)
+    if record is not None:
+        record.outputs = made
+        hooks.op_finished(record, device_id, device.caller_track, time.perf_counter_ns(),
+                          exc)
+    return made[:n_fresh], engine._delete_locked(dead) if dead else None
+
+
+def _next_version(storage, made: list):
+    """The next version of ``storage``'s value takes its buffer over (appended to
+    ``made``); the old version, dead (held by nothing: ``_now_outputs``)."""
+    base = storage.current
+    out = DataNode(base.spec, base.device_id, None, None, base)
+    out.block, out.array, out.base = base.block, base.array, None
+    base.block = base.array = None
+    base.extern_rc, base.dead = 0, True
+    storage.current = out
+    made.append(out)
+    return base
+
+
+def _nested_error(op_def, exc, made: list, device_id: int, created_at) -> OpError:
+    """The OpError of a segment that raised ``exc``, naming the user's line of the step
+    that raised it (``minerva_created_at``), else the replay's."""
+    where = getattr(exc, "minerva_created_at", None) or created_at or user_callsite()
+    return OpError.from_failure(exc, op=op_def.name,
+                                node_id=made[0].node_id if made else new_node_id(),
+                                device=device_id, created_at=format_callsite(where))
+
+
+def _insert_settled(engine, made: list, error) -> None:
+    """Insert a segment's outputs, computed or failed with ``error``; one op counted."""
+    dag, final = engine.dag, COMPLETED if error is None else FAILED
+    for out in made:
+        out.state, out.error = final, error
+        dag.data[out.node_id] = out
+    dag.n_completed_total += 1
+    if error is not None:
+        dag.n_failed_total += 1
+        engine._failures.append(error)

@@ -44,8 +44,7 @@ class Releasing:
         return state.drain_releases(self._releases)
 
     def _reap_locked(self, device_id: int, nbytes: int):
-        """The lean path's release, under the lock while no trace records: apply the queued
-        releases in one pass; a value that died gives its block straight back to its store
+        """The lean path's release, under the lock: apply the queued releases in one pass; a value that died gives its block straight back to its store
         (a store's lock is only ever taken inside the engine's, never around it) — all but
         one block of ``nbytes`` bytes on ``device_id``, which the caller takes over as it
         is (a free and an alloc in one step, counted by the store's ``n_recycled``).

@@ -122,24 +122,27 @@ class PooledDataStore(DataStore):
         size = self._round(nbytes)
         with self._lock:
             stack = self._recent.get((None, size)) if self._caches else None
-            if stack and not self.hooks.active:
+            if stack:
                 block = stack.pop()
                 self._recent_bytes -= size
                 block.nbytes = nbytes
                 self._n_hits += 1
-                self._record_alloc(block)
+                in_use = self._record_alloc(block)
             else:
                 block = None
         if block is None:
             if ladder:
-                block = self.alloc(nbytes)
-            else:
-                got = self._attempt(size, nbytes, None, [])
-                if got is None:
-                    return None, None
-                block = got[0]
-                if self.hooks.active:
-                    self.hooks.mem_alloc(self.device_id, block, got[1])
+                return self._viewed(self.alloc(nbytes), nbytes, shape, dtype)
+            got = self._attempt(size, nbytes, None, [])
+            if got is None:
+                return None, None
+            block, in_use = got
+        if self.hooks.active:
+            self.hooks.mem_alloc(self.device_id, block, in_use)
+        return self._viewed(block, nbytes, shape, dtype)
+
+    def _viewed(self, block: Block, nbytes: int, shape: tuple, dtype: Any):
+        """``(block, its array of shape and dtype)``, the view kept on the block."""
         key = (shape, dtype)
         if block.view_key != key:
             block.view = self.allocator.view(block.chunk, block.offset, nbytes, shape, dtype)

@@ -129,6 +129,26 @@ def test_memory_counters_follow_the_pool(tmp_path):
     assert flight and flight[-1]["args"]["ops"] == 0
 
 
+def test_memory_counters_hold_while_tiny_ops_hand_blocks_over(tmp_path):
+    mv.init()
+    dev = mv.create_cpu_device()
+    mv.profiler.start(str(tmp_path / "t.json"))
+    with mv.device(dev):
+        x = mv.zeros(4)
+        for _ in range(20):           # each dead value's block goes to the next output
+            x = x + 1.0
+        assert x.to_numpy().tolist() == [20.0] * 4
+        stats = mv.memory_stats(dev)
+    trace = load(mv.profiler.stop())
+    memory = [e["args"]["bytes"] for e in trace["traceEvents"]
+              if e["ph"] == "C" and e["name"] == "memory in use"]
+    assert stats["n_allocs"] - stats["n_frees"] == 1
+    assert memory[-1] == stats["in_use_bytes"] and max(memory) <= 2 * stats["in_use_bytes"]
+    adds = [e for e in op_slices(trace) if e["args"]["op"] == "add_scalar"]
+    assert len(adds) == 20 and all(e["args"]["created_at"].startswith(HERE + ":")
+                                   for e in adds)
+
+
 def test_a_failed_op_is_marked_with_its_error_and_the_ops_it_poisoned(tmp_path):
     mv.init()
     mv.profiler.start(str(tmp_path / "t.json"))
