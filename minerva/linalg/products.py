@@ -1,5 +1,6 @@
 """NumPy's products: ``matmul``, ``dot``, ``tensordot``, ``einsum`` (and ``einsum_path``),
-``vdot``, ``inner``, ``outer``, ``kron``, ``cross``, ``vecdot`` and ``matrix_transpose``
+``vdot``, ``inner``, ``outer``, ``kron``, ``cross``, ``vecdot``, ``matrix_transpose``,
+``convolve`` and ``correlate``
 (NumPy's top-level names: this module's ``__all__``), and ``numpy.linalg``'s
 ``multi_dot``.
 
@@ -20,6 +21,7 @@ from minerva.narray import NArray
 from minerva.ops import registry
 from minerva.ops.dtypes import NUMERIC_KINDS, supported_dtype
 from minerva.ops.linalg.einsum import explicit_subscripts
+from minerva.ops.linalg.products import SLIDING_LENGTHS
 from minerva.ops.linalg.shared import LinAlgShapeError
 
 _OPS = registry.get
@@ -192,6 +194,45 @@ def kron(a, b) -> NArray:
     return build(_OPS("kron"), list(_pair("kron", a, b)))
 
 
+# ---- convolve, correlate -----------------------------------------------------------------
+
+def convolve(a, v, mode="full") -> NArray:
+    """Discrete linear convolution of two 1-D arrays (``numpy.convolve``): ``mode``
+    'full' (length n + m - 1), 'same' (max(n, m)) or 'valid' (where they overlap fully)."""
+    return _sliding("convolve", a, v, mode)
+
+
+def correlate(a, v, mode="valid") -> NArray:
+    """Cross-correlation of two 1-D arrays, ``v`` conjugated (``numpy.correlate``); modes
+    as ``convolve``'s."""
+    return _sliding("correlate", a, v, mode)
+
+
+EMPTY = {"convolve": ("a cannot be empty", "v cannot be empty"),
+         "correlate": ("first array argument cannot be empty",
+                       "second array argument cannot be empty")}
+"""NumPy's errors for an empty first or second operand."""
+
+
+def _sliding(name: str, a, v, mode) -> NArray:
+    x, y = (reshape(z, (1,)) if z.ndim == 0 else z for z in _pair(name, a, v))
+    if x.ndim != 1 or y.ndim != 1:
+        raise ValueError("object too deep for desired array")
+    if x.size == 0 or y.size == 0:
+        raise ValueError(EMPTY[name][x.size != 0])
+    return build(_OPS(name), [x, y], {"mode": _sliding_mode(name, mode)})
+
+
+def _sliding_mode(name: str, mode) -> str:
+    """``mode`` as a name (NumPy also takes 0, 1, 2), or NumPy's error for it."""
+    if isinstance(mode, str) and mode in SLIDING_LENGTHS:
+        return mode
+    if type(mode) is int and mode in (0, 1, 2):
+        return ("valid", "same", "full")[mode]
+    getattr(np, name)(np.ones(1), np.ones(1), mode=mode)  # raises NumPy's error
+    raise ValueError("Use one of 'valid', 'same', or 'full' for convolve/correlate mode")
+
+
 # ---- cross, vecdot, matrix_transpose ---------------------------------------------------------
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None) -> NArray:
@@ -292,7 +333,7 @@ def _chain(arrays, split, i, j, out=None):
     return dot(_chain(arrays, split, i, k), _chain(arrays, split, k + 1, j), out=out)
 
 
-__all__ = ["cross", "dot", "einsum", "einsum_path", "inner", "kron", "matmul",
+__all__ = ["convolve", "correlate", "cross", "dot", "einsum", "einsum_path", "inner", "kron", "matmul",
            "matrix_transpose", "outer", "tensordot", "vdot", "vecdot"]
 """NumPy's top-level products (minerva's namespace takes them); ``multi_dot`` is
 ``numpy.linalg``'s alone."""

@@ -1,7 +1,8 @@
 """Products: ``matmul`` for 1-D, 2-D and batched operands, by NumPy's rules, with
 optional transposition of either operand's last two axes inside the kernel (BLAS reads the
 transposed operand in place: no copy is made, unlike ``a.T @ b``); ``tensordot``,
-``vdot``, ``inner``, ``outer``, ``kron``, ``cross`` and ``vecdot``.
+``vdot``, ``inner``, ``outer``, ``kron``, ``cross`` and ``vecdot``; ``convolve`` and
+``correlate``, the sliding products of two 1-D arrays.
 
 The faces normalize axes (non-negative ints); the shape rules here trust them. Result
 dtypes are NumPy's, found by calling NumPy's function on tiny arrays.
@@ -127,6 +128,29 @@ def _kron_impl(xp, a, b, *, out):
 
 
 register("kron", _kron_infer, _kron_impl)
+
+
+# ---- convolve, correlate ----------------------------------------------------------------------
+
+SLIDING_LENGTHS = {"full": lambda n, m: n + m - 1, "same": max,
+                   "valid": lambda n, m: max(n, m) - min(n, m) + 1}
+"""The output length of a sliding product of 1-D arrays of lengths n and m, by mode."""
+
+
+def _sliding(name: str, function):
+    """The shape rule and kernel of ``numpy.<name>`` over non-empty 1-D arrays (the face
+    checks them); attribute ``mode``: a key of ``SLIDING_LENGTHS``."""
+    def infer(a: ArraySpec, v: ArraySpec, *, mode):
+        length = SLIDING_LENGTHS[mode](a.shape[0], v.shape[0])
+        return (ArraySpec((length,), dtypes.result_dtype(name, function, a, v)),)
+
+    def impl(xp, a, v, *, out, mode):
+        out[...] = getattr(xp, name)(a, v, mode=mode)
+    return infer, impl
+
+
+register("convolve", *_sliding("convolve", np.convolve))
+register("correlate", *_sliding("correlate", np.correlate))
 
 
 # ---- cross ------------------------------------------------------------------------------
