@@ -33,11 +33,10 @@ from minerva.jit.signature import moved, offset_of, offsets, relative, signature
 from minerva.narray import HOST_READS, NArray
 from minerva.ops import registry
 from minerva.ops.jit_op import JIT_REPLAY
-from minerva.ops.registry import ArraySpec
 
 log = get_logger("minerva.jit")
 _EMPTY, _COPY, _ASSIGN = registry.get("empty"), registry.get("copy"), registry.get("assign")
-JIT_REPLAY.tiny_inline = False  # few bytes, yet maybe many kernels: never on the caller
+JIT_REPLAY.tiny_inline = False  # several outputs: small replays take run_nested_now
 
 
 class Plan:
@@ -63,7 +62,10 @@ class Plan:
         for value in self.values:  # tmps are remade by each replay: drop the recorded ones
             if value.kind != "capture":
                 value.storage = None
-        self.captures = [v for v in self.values if v.kind != TMP]  # read per replay
+        self.arg_vids = [(v.vid, v.index) for v in self.values if v.kind == ARG]
+        self.held = {v.vid: v.storage for v in self.values  # the captures, by identity
+                     if v.kind not in (ARG, TMP) and v.storage is not None}
+        self.single = results[0] if isinstance(result, NArray) else None
 
     @property
     def segments(self) -> list:
@@ -162,7 +164,7 @@ class JitFunction:
         self._counts["n_replays"] += 1
         if self.check:
             return self._checked(plan, args)
-        return replay(plan, args, user_callsite())
+        return replay(plan, args)
 
     def stats(self) -> dict:
         """``n_records``, ``n_replays``, ``n_checks``, ``n_eager`` (calls run eagerly
@@ -222,45 +224,56 @@ class JitFunction:
         return replayed
 
 
-def replay(plan: Plan, args, created_at, seeds=None):
-    """Submit one replay of ``plan`` with ``args``; the function's result, rebuilt.
-    ``seeds`` maps the recorded random seeds to this replay's (fresh ones by default)."""
+def replay(plan: Plan, args, created_at=None, seeds=None):
+    """Run or submit one replay of ``plan`` with ``args``; the function's result, rebuilt.
+    ``created_at``: the user's line (None: found only where needed); ``seeds`` maps the
+    recorded random seeds to this replay's (fresh ones by default)."""
     engine = get_system().engine
-    storages = _inputs(plan, args)
+    storages = dict(plan.held)
+    for vid, index in plan.arg_vids:
+        storages[vid] = args[index]._storage
     if seeds is None:
-        seeds = {seed: seeding.next_seed() for seed in plan.seeds}
-    places = {vid: offset_of(args[index]) for vid, index in plan.movable.items()}
+        seeds = {seed: seeding.next_seed() for seed in plan.seeds} if plan.seeds else None
+    places = {vid: offset_of(args[index]) for vid, index in plan.movable.items()} \
+        if plan.movable else None
     variant = plan.variant()
     for k, run in enumerate(variant.segments):
         segment = SegmentCall(run, places) if places else run
-        _replay_segment(engine, plan, variant, k, segment, storages, seeds, created_at)
-    made = iter(NArray(storages[vid], moved(view, places[vid]) if vid in places else view,
-                       spec) for (vid, view), spec in plan.results)
+        _replay_segment(engine, variant, k, segment, storages, seeds, created_at)
+    if plan.single is not None:
+        (vid, view), spec = plan.single
+        return NArray(storages[vid], moved(view, places[vid]) if places and vid in places
+                      else view, spec)
+    made = iter(NArray(storages[vid], moved(view, places[vid]) if places and vid in places
+                       else view, spec) for (vid, view), spec in plan.results)
     return _rebuild(plan.result, made)
 
 
 def _inputs(plan, args) -> dict:
-    storages = {}
-    for value in plan.captures:
-        if value.kind == ARG:
-            storages[value.vid] = args[value.index]._storage
-        elif value.storage is not None:
-            storages[value.vid] = value.storage
+    storages = dict(plan.held)
+    for vid, index in plan.arg_vids:
+        storages[vid] = args[index]._storage
     return storages
 
 
-def _replay_segment(engine, plan, variant, k, segment, storages, seeds, created_at) -> None:
-    p = variant.segments[k].plan
-    values = plan.values
+def _replay_segment(engine, variant, k, segment, storages, seeds, created_at) -> None:
+    """Run segment ``k`` at once on the calling thread where it may
+    (``SegmentRun.runs_now``, ``Engine.run_nested_now``), else submit it as one op."""
+    run = variant.segments[k]
+    p = run.plan
     reads = [storages[vid] for vid in p.reads]
     writes = [storages[vid] for vid in p.writes]
-    specs = [values[vid].spec for vid in p.exports] + [values[vid].spec for vid in p.writes]
-    if p.arena_bytes:
-        writes.append(_arena(variant, k, p))
-        specs.append(ArraySpec((p.arena_bytes,), np.dtype(np.uint8)))
-    outs = engine.submit(JIT_REPLAY, {"segment": segment, "seeds": seeds}, reads, specs,
-                         p.device, created_at, None,
-                         [None] * len(p.exports) + writes)
+    arena = _arena(variant, k, p) if p.arena_bytes else None
+    attrs = {"segment": segment, "seeds": seeds}
+    outs = None
+    if run.runs_now(engine.devices.table[p.device]):
+        outs = engine.run_nested_now(JIT_REPLAY, attrs, reads, run.fresh_specs, writes,
+                                     p.device, arena, created_at)
+    if outs is None:
+        if arena is not None:
+            writes.append(arena)
+        outs = engine.submit(JIT_REPLAY, attrs, reads, run.out_specs, p.device, created_at,
+                             None, [None] * len(p.exports) + writes)
     for vid, storage in zip(p.exports, outs):
         storages[vid] = storage
 

@@ -21,24 +21,47 @@ numbers, the same speed); the other steps call their kernels.
 from __future__ import annotations
 
 import functools
+import operator
 import time
 
 import numpy as np
 
 from minerva.jit.signature import moved
+from minerva.ops.registry import ArraySpec
+
+REUSE_BYTES = 1 << 20
+"""A segment of at most this many bytes keeps the calls of its last replay, reused while
+the replay op's arrays are the same objects (a tiny replay's pool hands the same blocks
+back); a larger one would keep its last arrays alive for it."""
+
 
 class SegmentRun:
     """A segment made runnable: its steps with resolved argument indices, and the caches of
-    what does not change between replays (see the module docstring)."""
+    what does not change between replays (see the module docstring).
+
+    ``fresh_specs`` are the specs of its exports (the replay op's fresh outputs),
+    ``out_specs`` those of all its outputs (exports, written values, arena), ``nbytes``
+    the bytes of every value it reads or writes, its arena included."""
 
     def __init__(self, plan, specs: list):
         self.plan = plan
         self.specs = specs                                     # ArraySpec by vid
         self.order = plan.reads + plan.exports + plan.writes   # vids, as the op gets them
+        self.fresh_specs = [specs[vid] for vid in plan.exports]
+        self.out_specs = self.fresh_specs + [specs[vid] for vid in plan.writes]
+        if plan.arena_bytes:
+            self.out_specs.append(ArraySpec((plan.arena_bytes,), np.dtype(np.uint8)))
+        self.nbytes = sum(specs[vid].nbytes for vid in self.order) + plan.arena_bytes
         self._index: dict = {}    # (vid, view) -> table position
         self._entries: list = []  # (vid, view) per table position
         self.steps = [self._compiled(step) for step in plan.steps]
+        self._dynamic = [(position, self.order.index(vid), vid, view)
+                         for position, (vid, view) in enumerate(self._entries)
+                         if vid not in plan.slots]  # entries resolved at each replay
         self._static = None       # (arena array, device, table of arena-only entries)
+        self._calls: list = []    # per step: its bound kernel, or None (bound per replay)
+        self._routes = None       # (device, (threads, inline limit), routed per step, now)
+        self._last = None         # (device, arrays, table, calls) of the last replay
         self._xp = None
 
     def _slot(self, vid, view) -> int:
@@ -50,9 +73,39 @@ class SegmentRun:
         return position
 
     def _compiled(self, step):
-        ins = [self._slot(vid, view) for vid, view in step.ins]
-        outs = [self._slot(vid, view) for vid, view in step.outs]
-        return [step, ins, outs, None, False]   # bound kernel, routed: set per device
+        ins = tuple(self._slot(vid, view) for vid, view in step.ins)
+        outs = tuple(self._slot(vid, view) for vid, view in step.outs)
+        seeded = "seed" in step.attrs
+        return [step, ins, outs, seeded, False]   # routed: set per device
+
+    def runs_now(self, device) -> bool:
+        """Whether a replay of this segment may run at once on the calling thread of
+        ``device`` (``Engine.run_nested_now``): its values total at most the device's
+        ``inline_limit`` bytes and no step goes through the device's kernel runner (a
+        BLAS call, a kernel cut into row ranges)."""
+        routes = self._routes
+        if routes is None or routes[0] is not device \
+                or routes[1] != (getattr(device, "threads", None), device.inline_limit):
+            routes = self._route(device)
+        return routes[3]
+
+    def _routed(self, device) -> list:
+        """Per step, whether ``device`` runs it through its kernel runner."""
+        routes = self._routes
+        if routes is None or routes[0] is not device \
+                or routes[1] != (getattr(device, "threads", None), device.inline_limit):
+            routes = self._route(device)
+        return routes[2]
+
+    def _route(self, device) -> tuple:
+        flags = []
+        for step, _, outs, _, _ in self.steps:
+            nbytes = self.specs[step.outs[0][0]].nbytes if len(outs) == 1 else 0
+            flags.append(device.routes_kernel(step.op_def, nbytes))
+        limit = device.inline_limit
+        now = bool(limit) and self.nbytes <= limit and not any(flags)
+        self._routes = (device, (getattr(device, "threads", None), limit), flags, now)
+        return self._routes
 
     def run(self, xp, arrays, outs, seeds, device, trace=None, offsets=None) -> None:
         """Run every step in order on ``device`` (``seeds`` maps recorded random seeds to
@@ -60,43 +113,71 @@ class SegmentRun:
         t1_ns)`` after each step; ``offsets``: vid -> this call's offset of the view
         arguments' storages); an error is annotated with the user's line of the step that
         raised it."""
-        table = self._table(device, arrays, outs, offsets)
-        run = device.run_kernel
-        for compiled in self.steps:
-            step, ins, out_slots, fixed, routed = compiled
-            if trace is not None:
-                t0 = time.perf_counter_ns()
-            try:
-                if fixed is not None:
-                    fixed()
+        bases = (*arrays, *outs)
+        last = self._last
+        if last is not None and offsets is None and last[0] is device \
+                and all(map(operator.is_, last[1], bases)):
+            table, calls = last[2], last[3]   # the arrays of the last replay: its calls
+        else:
+            table = self._table(device, bases, offsets)
+            calls, self._last = self._calls, None
+            if offsets is None and self.nbytes <= REUSE_BYTES:
+                calls = [call if call is not None else self._bound(compiled, table)
+                         for compiled, call in zip(self.steps, calls)]
+                self._last = (device, bases, table, calls)
+        if trace is not None:
+            self._run_traced(xp, table, calls, seeds, device, trace)
+            return
+        k = 0
+        try:
+            for k, call in enumerate(calls):
+                if call is None:
+                    self._run_step(xp, self.steps[k], table, seeds, device)
                 else:
-                    out = table[out_slots[0]] if len(out_slots) == 1 else tuple(
-                        table[i] for i in out_slots)
-                    attrs = step.attrs if not seeds or "seed" not in step.attrs else dict(
-                        step.attrs, seed=seeds.get(step.attrs["seed"], step.attrs["seed"]))
-                    if routed:
-                        run(step.op_def, [table[i] for i in ins], out, attrs)
-                    else:
-                        step.op_def.impl(xp, *[table[i] for i in ins], out=out, **attrs)
-            except Exception as exc:
-                exc.minerva_created_at = step.created_at
-                exc.add_note(f"in the jitted op '{step.op_def.name}'")
-                raise
-            if trace is not None:
-                trace(step.op_def.name, step.created_at, t0, time.perf_counter_ns())
+                    call()
+        except Exception as exc:
+            _annotate(exc, self.steps[k][0])
+            raise
 
-    def _table(self, device, arrays, outs, offsets) -> list:
-        """Every (value, view) a step uses, as an array of this replay."""
-        bases = dict(zip(self.order, list(arrays) + list(outs)))
-        arena = outs[-1] if self.plan.arena_bytes else None
-        static = self._static_table(device, arena)
-        table = list(static)
-        for position, (vid, view) in enumerate(self._entries):
-            if table[position] is None:
-                base = bases[vid]
-                if offsets and vid in offsets:
-                    view = moved(view, offsets[vid])
-                table[position] = base if view is None else device.view(base, view)
+    def _run_traced(self, xp, table, calls, seeds, device, trace) -> None:
+        """``run`` while a trace records: each step timed."""
+        for compiled, call in zip(self.steps, calls):
+            t0 = time.perf_counter_ns()
+            try:
+                if call is None:
+                    self._run_step(xp, compiled, table, seeds, device)
+                else:
+                    call()
+            except Exception as exc:
+                _annotate(exc, compiled[0])
+                raise
+            trace(compiled[0].op_def.name, compiled[0].created_at, t0, time.perf_counter_ns())
+
+    @staticmethod
+    def _run_step(xp, compiled, table, seeds, device) -> None:
+        """A step that reads or writes what changes between replays (or draws a seed)."""
+        step, ins, out_slots, seeded, routed = compiled
+        out = table[out_slots[0]] if len(out_slots) == 1 else tuple(
+            table[i] for i in out_slots)
+        attrs = step.attrs
+        if seeded and seeds:
+            attrs = dict(attrs, seed=seeds.get(attrs["seed"], attrs["seed"]))
+        if routed:
+            device.run_kernel(step.op_def, [table[i] for i in ins], out, attrs)
+        else:
+            step.op_def.impl(xp, *[table[i] for i in ins], out=out, **attrs)
+
+    def _table(self, device, bases, offsets) -> list:
+        """Every (value, view) a step uses, as an array of this replay (``bases``: the
+        replay op's arrays, its inputs then its outputs)."""
+        arena = bases[-1] if self.plan.arena_bytes else None
+        table = self._static_table(device, arena)[:]
+        view = device.view
+        for position, k, vid, place in self._dynamic:
+            base = bases[k]
+            if offsets and vid in offsets:
+                place = moved(place, offsets[vid])
+            table[position] = base if place is None else view(base, place)
         return table
 
     def _static_table(self, device, arena) -> list:
@@ -111,16 +192,10 @@ class SegmentRun:
                 base = self._local(arena, vid, slot)
                 table[position] = base if view is None else device.view(base, view)
         self._static = (arena, device, table)
-        self._route_steps(device)
-        self._fix_steps(table)
+        for compiled, routed in zip(self.steps, self._routed(device)):
+            compiled[4] = routed
+        self._calls = [self._bound(compiled, table) for compiled in self.steps]
         return table
-
-    def _route_steps(self, device) -> None:
-        """Mark the steps ``device`` runs through its kernel runner."""
-        for compiled in self.steps:
-            step, outs = compiled[0], compiled[2]
-            nbytes = self.specs[step.outs[0][0]].nbytes if len(outs) == 1 else 0
-            compiled[4] = device.routes_kernel(step.op_def, nbytes)
 
     def _local(self, arena, vid, slot):
         spec = self.specs[vid]
@@ -128,20 +203,24 @@ class SegmentRun:
         raw = arena[slot.offset:slot.offset + spec.nbytes]
         return raw.view(spec.dtype)[:count].reshape(spec.shape)
 
-    def _fix_steps(self, table) -> None:
-        """Steps whose arrays are all locals (and draw no seed) get their arguments
-        resolved for good."""
-        for compiled in self.steps:
-            step, ins, outs, _, routed = compiled
-            compiled[3] = None
-            if routed or "seed" in step.attrs or any(table[i] is None for i in ins + outs):
-                continue
-            out = table[outs[0]] if len(outs) == 1 else tuple(table[i] for i in outs)
-            arrays = [table[i] for i in ins]
-            bind = step.op_def.bind
-            compiled[3] = (bind(self._xp, arrays, out, **step.attrs) if bind is not None else
-                           functools.partial(step.op_def.impl, self._xp, *arrays, out=out,
-                                             **step.attrs))
+    def _bound(self, compiled, table):
+        """The step's kernel bound to its arrays of ``table``; None for a step that draws a
+        seed or goes through the device's kernel runner (run by ``_run_step``)."""
+        step, ins, outs, seeded, routed = compiled
+        if routed or seeded or any(table[i] is None for i in ins + outs):
+            return None
+        out = table[outs[0]] if len(outs) == 1 else tuple(table[i] for i in outs)
+        arrays = [table[i] for i in ins]
+        bind = step.op_def.bind
+        if bind is not None:
+            return bind(self._xp, arrays, out, **step.attrs)
+        return functools.partial(step.op_def.impl, self._xp, *arrays, out=out, **step.attrs)
+
+
+def _annotate(exc: Exception, step) -> None:
+    """Name the user's line of the step that raised ``exc``."""
+    exc.minerva_created_at = step.created_at
+    exc.add_note(f"in the jitted op '{step.op_def.name}'")
 
 
 class SegmentCall:

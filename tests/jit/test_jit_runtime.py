@@ -151,9 +151,9 @@ def test_replays_return_at_once_and_overlap_with_other_work(engine_name):
     mv.set_device(mv.create_cpu_device())
     other = mv.create_cpu_device()
     jitted = mv.jit(lambda x: build(HOLD, [x + 1.0]) * 2.0)
-    x = mv.ones(4)   # tiny: yet a replay never runs on the calling thread
+    x = mv.ones(20_000)   # over the inline limit: the replay runs on the device's thread
     GATE.set()
-    assert jitted(x).to_numpy().tolist() == [4.0] * 4
+    assert jitted(x).to_numpy().tolist() == [4.0] * 20_000
     GATE.clear()
     try:
         start = time.perf_counter()
@@ -164,7 +164,7 @@ def test_replays_return_at_once_and_overlap_with_other_work(engine_name):
         assert not held._storage.current.done
     finally:
         GATE.set()
-    assert held.to_numpy().tolist() == [4.0] * 4
+    assert held.to_numpy().tolist() == [4.0] * 20_000
 
 
 def test_after_replays_the_dag_is_empty_and_the_arena_is_freed_with_the_function(engine):
