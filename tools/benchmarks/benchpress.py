@@ -125,7 +125,7 @@ PROGRAMS = {
     "quasicrystal": Program("5*30*500*220", "3*5*20*3"),
     "rosenbrock": Program("10000000*2", "1000*3", _jit_names("rosen")),
     "shallow_water": Program("1000*1000*9", "20*20*3", DO_WHILE),
-    "snakes_and_ladders": Program("500*40", "20*5"),
+    "snakes_and_ladders": Program("1000*30", "20*5"),
 }
 """The 17 programs that run on NumPy 2.x. Not here: ``nbody_nice`` (``numpy.float``),
 ``xraysim`` (``numpy.int``), ``wisp`` (slices by a float: Python 2 only)."""
