@@ -35,6 +35,12 @@ the replay op's arrays are the same objects (a tiny replay's pool hands the same
 back); a larger one would keep its last arrays alive for it."""
 
 
+NOW_STEPS = 1024
+"""A segment of more steps never runs on the calling thread: it would hold the engine lock
+for long (a tiny step takes about half a microsecond), while other threads' ops and
+completions wait; on the device's thread its hand-off is a small part of its time."""
+
+
 class SegmentRun:
     """A segment made runnable: its steps with resolved argument indices, and the caches of
     what does not change between replays (see the module docstring).
@@ -81,8 +87,9 @@ class SegmentRun:
     def runs_now(self, device) -> bool:
         """Whether a replay of this segment may run at once on the calling thread of
         ``device`` (``Engine.run_nested_now``): its values total at most the device's
-        ``inline_limit`` bytes and no step goes through the device's kernel runner (a
-        BLAS call, a kernel cut into row ranges)."""
+        ``inline_limit`` bytes, it has at most ``NOW_STEPS`` steps, and none goes
+        through the device's kernel runner (a BLAS call, a kernel cut into row ranges:
+        they may wait for threads, which must not happen under the engine lock)."""
         routes = self._routes
         if routes is None or routes[0] is not device \
                 or routes[1] != (getattr(device, "threads", None), device.inline_limit):
@@ -103,7 +110,8 @@ class SegmentRun:
             nbytes = self.specs[step.outs[0][0]].nbytes if len(outs) == 1 else 0
             flags.append(device.routes_kernel(step.op_def, nbytes))
         limit = device.inline_limit
-        now = bool(limit) and self.nbytes <= limit and not any(flags)
+        now = bool(limit) and self.nbytes <= limit and len(flags) <= NOW_STEPS \
+            and not any(flags)
         self._routes = (device, (getattr(device, "threads", None), limit), flags, now)
         return self._routes
 

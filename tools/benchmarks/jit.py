@@ -2,6 +2,8 @@
 
 - ``chain``: a jitted chain of 20,000 tiny ops (``x = x + 1.0`` on 4 float32) against the
   same chain in NumPy, eager (goal: <= 2x NumPy);
+- ``replay_op_us``: what a replay costs per unfused op beyond its kernel (``fuse=False``,
+  chains of 200 and 1,000 ``x + 1.0``, minus as many bare kernel calls; goal <= 0.3 us);
 - ``mlp``: the training step of ``apps/mnist_mlp.py`` (784-512-512-10, batch 100, float32,
   the app's hand-written backward, plain SGD in place) jitted, against the same model code
   and kernels run eagerly with NumPy (``benchmarks.eager``; goal: <= 0.85x NumPy);
@@ -37,6 +39,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 from apps import mnist_cnn, mnist_mlp  # noqa: E402
 
 GOALS = {"chain": 2.0, "mlp": 0.85, "cnn": 0.85, "peak": 0.8}
+OVERHEAD_OPS = 1000
+"""The chain whose replay gives the per-op overhead figure (run on the calling thread)."""
+OVERHEAD_GOAL_US = 0.3
+"""Issue 26: a replayed unfused op costs at most this much beyond its kernel."""
 LR = 0.01
 
 
@@ -72,6 +78,32 @@ def chain_runs(n: int) -> dict:
     host = np.zeros(4, np.float32)
     return {"numpy-eager": lambda: add_chain(host, n),
             "minerva-jit": lambda: step(x).wait()}
+
+
+def replay_overhead(n: int, repeat: int, calls: int = 20) -> dict:
+    """What a replay costs per unfused op beyond its kernel: a chain of ``n`` ``x + 1.0``
+    on 4 float32 jitted with ``fuse=False`` and waited for, minus ``n`` calls of the bare
+    kernel in a Python loop (``numpy.add(x, c, out)``: the call a replay's bound step
+    makes, a 0-d float32 ``c`` and a preallocated ``out``), per op, in microseconds;
+    ``calls`` replays and as many loops per sample."""
+    step = mv.jit(lambda x: add_chain(x, n), fuse=False)
+    x = mv.zeros(4, dtype=np.float32)
+    assert float(step(x)[0]) == n  # records
+    host, out, one = np.zeros(4, np.float32), np.empty(4, np.float32), np.float32(1.0)
+    one = np.asarray(one)
+
+    def replays():
+        for _ in range(calls):
+            step(x).wait()
+
+    def bare():
+        for _ in range(calls):
+            for _ in range(n):
+                np.add(host, one, out)
+    seconds = interleaved({"replay": replays, "bare": bare}, repeat=repeat)
+    replay_us, bare_us = (seconds[k] / calls * 1e6 for k in ("replay", "bare"))
+    return {"n_ops": n, "replay_us": replay_us, "bare_us": bare_us,
+            "us_per_op": (replay_us - bare_us) / n}
 
 
 # ---- (b, c) training steps ------------------------------------------------------------
@@ -192,6 +224,7 @@ def jit(args) -> dict:
     mv.init()
     mv.set_device(mv.create_cpu_device())
     chain = interleaved(chain_runs(n_chain), repeat=args.repeat)
+    overheads = [replay_overhead(n, args.repeat) for n in (200, OVERHEAD_OPS)]
     mlp = step_ratio(mnist_mlp.APP, 100, n_mlp, args.repeat)
     cnn = step_ratio(mnist_cnn.APP, 64, n_cnn, args.repeat)
     host, data = initial_params(mnist_mlp.APP), batches(mnist_mlp.APP, 100, n_mlp)
@@ -203,6 +236,10 @@ def jit(args) -> dict:
               f"{r['ms_per_step']['minerva-jit']:.2f} ms/step")
              for name, r in (("mlp", mlp), ("cnn", cnn))]
     table("jit: minerva jitted vs NumPy eager", rows, ("case", "size", "numpy", "jit"))
+    table("jit: a replay's cost per unfused op beyond its kernel (fuse=False, waited for)",
+          [(f"{r['n_ops']} ops", f"{r['replay_us']:.1f} us", f"{r['bare_us']:.1f} us",
+            f"{r['us_per_op']:.3f} us") for r in overheads],
+          ("chain", "replay", "bare kernels", "per op"))
     table("jit: MLP memory in use (MiB; mv.memory_stats, trace counters)",
           [(k, *(f"{v[key] / 2**20:.2f}" for key in ("peak_bytes", "steady_peak_bytes",
                                                      "in_use_bytes", "plan_bytes")))
@@ -210,6 +247,11 @@ def jit(args) -> dict:
           ("system", "peak", "peak after step 1", "at the end", "plan"))
     ratios: dict = {}
     check_goal(GOALS, "chain", chain["minerva-jit"] / chain["numpy-eager"], ratios)
+    overhead = overheads[-1]["us_per_op"]
+    ratios["replay_op_us"] = overhead
+    print(f"  replay_op_us: {overhead:.3f} us per unfused op beyond its kernel "
+          f"({OVERHEAD_OPS} ops; goal <= {OVERHEAD_GOAL_US} us) "
+          f"{'met' if overhead <= OVERHEAD_GOAL_US else 'MISSED'}")
     check_goal(GOALS, "mlp", mlp["ratio"], ratios)
     check_goal(GOALS, "cnn", cnn["ratio"], ratios)
     check_goal(GOALS, "peak",
@@ -218,6 +260,6 @@ def jit(args) -> dict:
               / peaks["minerva-eager"]["steady_peak_bytes"])
     ratios["steady_peak"] = steady
     print(f"  steady_peak (after the first step): {steady:.3f}x")
-    return {"chain_seconds": chain, "mlp": mlp, "cnn": cnn, "peak": peaks, "ratios": ratios,
-            "goals": GOALS}
+    return {"chain_seconds": chain, "replay_overhead": overheads, "mlp": mlp, "cnn": cnn,
+            "peak": peaks, "ratios": ratios, "goals": GOALS}
 
