@@ -229,9 +229,7 @@ def replay(plan: Plan, args, created_at=None, seeds=None):
     ``created_at``: the user's line (None: found only where needed); ``seeds`` maps the
     recorded random seeds to this replay's (fresh ones by default)."""
     engine = get_system().engine
-    storages = dict(plan.held)
-    for vid, index in plan.arg_vids:
-        storages[vid] = args[index]._storage
+    storages = _inputs(plan, args)
     if seeds is None:
         seeds = {seed: seeding.next_seed() for seed in plan.seeds} if plan.seeds else None
     places = {vid: offset_of(args[index]) for vid, index in plan.movable.items()} \
@@ -250,6 +248,8 @@ def replay(plan: Plan, args, created_at=None, seeds=None):
 
 
 def _inputs(plan, args) -> dict:
+    """vid -> the storage a replay with ``args`` reads or writes: the captures, held by
+    identity, and the arguments'."""
     storages = dict(plan.held)
     for vid, index in plan.arg_vids:
         storages[vid] = args[index]._storage
