@@ -30,9 +30,12 @@ from minerva.jit.signature import moved
 from minerva.ops.registry import ArraySpec
 
 REUSE_BYTES = 1 << 20
-"""A segment of at most this many bytes keeps the calls of its last replay, reused while
-the replay op's arrays are the same objects (a tiny replay's pool hands the same blocks
-back); a larger one would keep its last arrays alive for it."""
+"""A segment of at most this many bytes keeps the calls of its last ``REUSED`` replays,
+reused while the replay op's arrays are the same objects (a tiny replay's pool hands the
+same blocks back); a larger one would keep its last arrays alive for it."""
+REUSED = 2
+"""Replays whose calls a small segment keeps: two, for a loop that holds the last result
+while it makes the next one (``y = step(x)``: two blocks in turn)."""
 
 
 NOW_STEPS = 1024
@@ -67,7 +70,7 @@ class SegmentRun:
         self._static = None       # (arena array, device, table of arena-only entries)
         self._calls: list = []    # per step: its bound kernel, or None (bound per replay)
         self._routes = None       # (device, (threads, inline limit), routed per step, now)
-        self._last = None         # (device, arrays, table, calls) of the last replay
+        self._last: list = []     # (device, arrays, table, calls) of recent replays
         self._xp = None
 
     def _slot(self, vid, view) -> int:
@@ -122,17 +125,14 @@ class SegmentRun:
         arguments' storages); an error is annotated with the user's line of the step that
         raised it."""
         bases = (*arrays, *outs)
-        last = self._last
-        if last is not None and offsets is None and last[0] is device \
-                and all(map(operator.is_, last[1], bases)):
-            table, calls = last[2], last[3]   # the arrays of the last replay: its calls
-        else:
+        table, calls = self._reused(device, bases) if offsets is None else (None, None)
+        if table is None:
             table = self._table(device, bases, offsets)
-            calls, self._last = self._calls, None
+            calls = self._calls
             if offsets is None and self.nbytes <= REUSE_BYTES:
                 calls = [call if call is not None else self._bound(compiled, table)
                          for compiled, call in zip(self.steps, calls)]
-                self._last = (device, bases, table, calls)
+                self._last = [(device, bases, table, calls)] + self._last[:REUSED - 1]
         if trace is not None:
             self._run_traced(xp, table, calls, seeds, device, trace)
             return
@@ -146,6 +146,14 @@ class SegmentRun:
         except Exception as exc:
             _annotate(exc, self.steps[k][0])
             raise
+
+    def _reused(self, device, bases) -> tuple:
+        """``(table, calls)`` of a recent replay of the same arrays (the same objects:
+        the pool hands a tiny replay's outputs the same blocks back), or ``(None, None)``."""
+        for last in self._last:
+            if last[0] is device and all(map(operator.is_, last[1], bases)):
+                return last[2], last[3]
+        return None, None
 
     def _run_traced(self, xp, table, calls, seeds, device, trace) -> None:
         """``run`` while a trace records: each step timed."""
