@@ -16,7 +16,7 @@ if importlib.util.find_spec("benchpress") is None:
 
 TOOLS = pathlib.Path(__file__).resolve().parents[2] / "tools"
 sys.path.insert(0, str(TOOLS))
-from benchmarks import benchpress as bench  # noqa: E402
+from benchmarks import benchpress as bench
 
 JITTED = [name for name, program in bench.PROGRAMS.items() if program.jit is not None]
 

@@ -8,12 +8,13 @@ measured with), each run three ways in turns and compared (issue 26):
   adapter below, where the program has one.
 
 The programs are read from the installed package at run time (``pip install
-minerva[bench]``); nothing of Benchpress is copied here. Each program is executed as its
-own ``__main__`` with its size on the command line, as ``benchpress`` runs it; the time is
+minerva[bench]``); nothing of Benchpress is copied here. Each program is executed as a
+module with its size on the command line, and its ``main()`` called (after its adapter, in
+the ``jit`` mode); the time is
 the program's own measured region, from its ``bench.start()`` to its ``bench.stop()``
 (minerva's work is waited for at both). At ``bench.stop()`` the arrays and numbers among
 the caller's variables are its results: every run's must agree with NumPy's
-(``agree``: ``TOLERANCE``).
+(``check``, within ``TOLERANCE``).
 
 Minerva runs on one CPU device of ``THREADS`` threads; NumPy on one core (its BLAS on one
 thread, as every baseline of ``tools/bench.py``). Sizes: ``PROGRAMS`` (NumPy takes about a
@@ -22,7 +23,6 @@ second at each on the 2-core machine of doc/benchpress.md; ``--quick`` runs the 
 from __future__ import annotations
 
 import builtins
-import contextlib
 import dataclasses
 import importlib.util
 import os
@@ -31,7 +31,7 @@ import sys
 import time
 import types
 import warnings
-from typing import Callable
+from collections.abc import Callable
 from unittest import mock
 
 import numpy as np
@@ -241,14 +241,14 @@ class Loader:
             self.loaded[name] = self.execute(os.path.join(self.folder, name + ".py"), name)
         return self.loaded[name]
 
-    def execute(self, path: str, name: str, before: Callable | None = None):
+    def execute(self, path: str, name: str) -> types.ModuleType:
         """A fresh module named ``name`` from the source at ``path``."""
         module = types.ModuleType(name)
         module.__file__ = path
         module.__builtins__ = self.builtins
         with open(path, "rb") as src:  # bytes: the source's coding declaration applies
             code = compile(src.read(), path, "exec")
-        exec(code, vars(module))
+        exec(code, vars(module))  # noqa: S102  (the benchmark's own program)
         return module
 
 
@@ -348,7 +348,7 @@ def benchpress(args) -> dict:
         size = program.tiny if args.quick else program.size
         try:
             times, last = measure(name, size, args.repeat)
-        except Exception as exc:  # a program minerva cannot run: say so, go on
+        except Exception as exc:  # noqa: BLE001  (a program minerva cannot run: say so)
             failed[name] = f"{type(exc).__name__}: {exc}"
             rows.append((name, size, "-", "-", "-", "-", "-", "fails"))
             continue
