@@ -29,13 +29,12 @@ import numpy as np
 from minerva.jit.signature import moved
 from minerva.ops.registry import ArraySpec
 
-REUSE_BYTES = 1 << 20
-"""A segment of at most this many bytes keeps the calls of its last ``REUSED`` replays,
-reused while the replay op's arrays are the same objects (a tiny replay's pool hands the
-same blocks back); a larger one would keep its last arrays alive for it."""
 REUSED = 2
-"""Replays whose calls a small segment keeps: two, for a loop that holds the last result
-while it makes the next one (``y = step(x)``: two blocks in turn)."""
+"""A segment that runs on the calling thread (``runs_now``) keeps the calls of its last
+``REUSED`` replays, reused while the replay op's arrays are the same objects (the pool
+hands a tiny replay's outputs the same blocks back): two, for a loop that holds the last
+result while it makes the next one (``y = step(x)``: two blocks in turn). Other segments
+bind only the steps on their arena, once."""
 
 
 NOW_STEPS = 1024
@@ -129,7 +128,7 @@ class SegmentRun:
         if table is None:
             table = self._table(device, bases, offsets)
             calls = self._calls
-            if offsets is None and self.nbytes <= REUSE_BYTES:
+            if offsets is None and self.runs_now(device):
                 calls = [call if call is not None else self._bound(compiled, table)
                          for compiled, call in zip(self.steps, calls)]
                 self._last = [(device, bases, table, calls)] + self._last[:REUSED - 1]
