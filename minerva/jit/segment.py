@@ -4,9 +4,12 @@ The replay op's kernel gets the arrays of what the segment reads, then (as ``out
 arrays of its exports, of the values it writes, and of its arena. Every ``(value, view)``
 a step uses is resolved once per replay into a table of arrays; views of the arena (the
 locals) do not change between replays and are resolved once, as are the argument lists of
-steps that only touch locals: such a step costs one kernel call. Views on the storage of a
-view argument are kept relative to the argument's offset; a replay places them at its
-call's offsets (``SegmentCall``, the replay op's ``segment``).
+steps that only touch locals: such a step costs one kernel call. A segment that may run on
+the calling thread (``runs_now``: small, at most ``NOW_STEPS`` steps, none through the
+device's kernel runner) binds all its steps to a replay's arrays and keeps those calls for
+the next replays of the same arrays (``REUSED``). Views on the storage of a view argument
+are kept relative to the argument's offset; a replay places them at its call's offsets
+(``SegmentCall``, the replay op's ``segment``).
 
 A segment holds specs, never storages nor handles: the engine may keep a finished replay
 op (and its attributes) for a while, and that must not keep the plan's captures alive.
@@ -35,7 +38,6 @@ REUSED = 2
 hands a tiny replay's outputs the same blocks back): two, for a loop that holds the last
 result while it makes the next one (``y = step(x)``: two blocks in turn). Other segments
 bind only the steps on their arena, once."""
-
 
 NOW_STEPS = 1024
 """A segment of more steps never runs on the calling thread: it would hold the engine lock
