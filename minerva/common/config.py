@@ -35,7 +35,7 @@ class Config:
     trace: str | None = None
     log: str = "warning"
     default_dtype: np.dtype = np.dtype(np.float64)
-    inline_bytes: int = 64 << 10
+    inline_bytes: int = 1 << 20
     cpu_threads: int | None = None
     fallback: str = "allow"
 

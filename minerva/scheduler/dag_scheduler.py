@@ -41,6 +41,13 @@ from minerva.scheduler.queue import PriorityDispatcherQueue, TaskKind
 
 log = get_logger("minerva.scheduler")
 
+RELEASE_GRACE_S = 0.0005
+"""How long a dispatcher waits, in the ``inline`` mode, before it applies the handle
+releases a RELEASE task was posted for: the user's tiny ops apply queued releases
+themselves, so a chain of them wakes a dispatcher about once per grace period instead of
+once per op (each wake costs the user's thread a switch of the interpreter lock while a
+kernel runs without it); a release nothing else applies is applied within it."""
+
 
 def _priority(op) -> int:
     return op.priority
@@ -178,6 +185,8 @@ class DagScheduler(Engine):
         self._free_blocks([block])
 
     def _on_release(self, _node) -> None:
+        if self.inline:   # meanwhile the user's next ops drain the queue themselves
+            time.sleep(RELEASE_GRACE_S)
         with self._release_flag:
             self._release_posted = False
         self.flush_releases()
