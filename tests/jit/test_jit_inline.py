@@ -63,6 +63,12 @@ def replayed_on(jitted, *args):
     return result, list(THREADS)
 
 
+def inline_limit() -> int:
+    """The current device's ``inline_limit``: the bytes a replay on the caller may touch."""
+    system = get_system()
+    return system.devices.get(system.current_device()).inline_limit
+
+
 def off_the_caller(device_id=None) -> None:
     """Make the device run nothing on the calling thread (the reference: the DAG path)."""
     system = get_system()
@@ -157,7 +163,8 @@ def test_fused_chains_give_the_same_bits_on_the_caller_and_on_the_device(seed):
 def test_a_small_replay_runs_on_the_calling_thread_and_a_big_one_on_the_device():
     mv.init(engine="dag")
     jitted = mv.jit(lambda x: noted(x * 2.0) + 1.0)
-    for n, on_caller in ((16, True), (20_000, False)):
+    big = inline_limit() // 8 + 1   # float64s: the input alone is over the limit
+    for n, on_caller in ((16, True), (big, False)):
         x = mv.array(np.arange(n, dtype=np.float64))
         jitted(x).wait(timeout=30)
         result, threads = replayed_on(jitted, x)

@@ -17,6 +17,7 @@ import minerva as mv
 from tests.conftest import assert_settled
 from tests.support.jit_fixtures import assert_same
 from minerva.builder import build
+from minerva.current import get_system
 from minerva.ops import registry
 from tests.support.trace_checks import check_chrome_trace, op_slices
 from tests.support.gates import gated_op
@@ -151,9 +152,11 @@ def test_replays_return_at_once_and_overlap_with_other_work(engine_name):
     mv.set_device(mv.create_cpu_device())
     other = mv.create_cpu_device()
     jitted = mv.jit(lambda x: build(HOLD, [x + 1.0]) * 2.0)
-    x = mv.ones(20_000)   # over the inline limit: the replay runs on the device's thread
+    system = get_system()
+    n = system.devices.get(system.current_device()).inline_limit // 8 + 1
+    x = mv.ones(n)   # over the inline limit: the replay runs on the device's thread
     GATE.set()
-    assert jitted(x).to_numpy().tolist() == [4.0] * 20_000
+    assert jitted(x).to_numpy().tolist() == [4.0] * n
     GATE.clear()
     try:
         start = time.perf_counter()
@@ -164,7 +167,7 @@ def test_replays_return_at_once_and_overlap_with_other_work(engine_name):
         assert not held._storage.current.done
     finally:
         GATE.set()
-    assert held.to_numpy().tolist() == [4.0] * 20_000
+    assert held.to_numpy().tolist() == [4.0] * n
 
 
 def test_after_replays_the_dag_is_empty_and_the_arena_is_freed_with_the_function(engine):
