@@ -23,7 +23,7 @@ ULP_BOUND = 4
 """doc/jit.md: a fused transcendental function is within 4 ulps of NumPy's result."""
 SHAPE = (6, 7)
 BIG = (300, 160)
-"""float64 (300, 160): 375 KiB, three blocks of cpu/blocked.py's 128 KiB."""
+"""float64 (300, 160): 375 KiB, two blocks of cpu/blocked.py's 256 KiB."""
 SEEDS = range(12)
 
 
@@ -146,6 +146,57 @@ def test_the_blocked_kernels_are_numpy_bitwise_with_transcendentals_too(runtime)
                     assert_same(w, g)
             fused_somewhere += jitted.stats()["n_fused"]
     assert fused_somewhere > 0
+
+
+def _edge_values(dtype, shape) -> np.ndarray:
+    """Random values with zeros of both signs, subnormals, the extremes, infinities, NaN."""
+    info = np.finfo(dtype)
+    rng = np.random.default_rng(5)
+    special = np.array([0.0, -0.0, info.smallest_subnormal, -info.smallest_subnormal,
+                        info.tiny, info.tiny * 3, info.max, -info.max, np.inf, -np.inf,
+                        np.nan], dtype)
+    values = np.asarray(rng.standard_normal(shape) * 1e3, dtype)
+    values.flat[:special.size] = special
+    return values
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blocked_division_by_a_power_of_two_is_numpy_bitwise(runtime, dtype):
+    # the blocked kernel multiplies by the exact reciprocals of 2.0, 0.25, -4.0 and a
+    # subnormal power (2**-127 in float32, 2**-1030 in float64); it divides by 3.0 and by
+    # a power whose reciprocal overflows (2**-140, 2**-1060)
+    tiny, tinier = (2.0 ** -127, 2.0 ** -140) if dtype == np.float32 else (2.0 ** -1030,
+                                                                           2.0 ** -1060)
+
+    def f(ns, x):
+        y = (x / 2.0 + x / 0.25) / -4.0
+        return (y / 3.0) * 1.5 + x / tiny - x / tinier
+    host = _edge_values(dtype, (600, 160))
+    with np.errstate(all="ignore"):
+        want = f(np, host)
+        jitted = mv.jit(lambda x: f(mv, x))
+        for _ in range(2):
+            got = jitted(mv.array(host)).to_numpy()
+    assert_same(want, got)
+    assert jitted.stats()["n_fused_kernels"] == 1
+
+
+def test_blocked_steps_write_in_place_into_the_buffer_of_an_input_they_read_last(runtime):
+    def f(ns, a, b):
+        c = ns.where(a > 0, a * 2.0 + 1.0, b)   # where never writes over its inputs
+        return ns.sqrt(ns.absolute(c * b - 0.5)) * 3.0
+    rng = np.random.default_rng(3)
+    host = [rng.standard_normal(BIG) for _ in range(2)]
+    jitted = mv.jit(lambda *xs: f(mv, *xs))
+    for _ in range(2):
+        got = jitted(*[mv.array(h) for h in host]).to_numpy()
+    assert_same(f(np, *host), got)
+    (step,) = next(iter(jitted._plans.values())).segments[0].plan.steps
+    kernel = step.op_def.kernel
+    assert kernel.blocked and len(kernel.program) == 9
+    # a > 0 and a * 2.0 need two slots, + 1.0 writes over a * 2.0, where takes a third;
+    # the steps after it write over the value before (the last one into the output)
+    assert kernel.n_slots == 3
 
 
 @pytest.mark.parametrize("shape", [SHAPE, (300, 320)], ids=["numexpr", "blocked"])

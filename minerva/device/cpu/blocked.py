@@ -10,7 +10,14 @@ output's axis 0; an input of the output's rank and row count is cut into the sam
 the others (broadcast along axis 0) are passed whole, as the row splitter of a CPU device
 cuts element-wise kernels (``minerva.device.cpu.split``) — which also cuts these kernels
 over the device's threads (their OpDef is ``elementwise``). Scratch buffers are reused by
-liveness within a block (a step's output never takes the buffer of one of its inputs).
+liveness within a block: a ufunc step writes in place into the buffer of an input that it
+reads last (of the same item size: the overlap is exact, and NumPy's loops then give the
+bits of an out-of-place call), so a block's steps touch few buffers; ``where`` and the
+ops run by their own kernels never write over their inputs.
+
+A division by a power of two (``x / 2.0``) runs as the multiplication by its reciprocal:
+both round the same exact quotient, so the bits and the floating-point errors are the
+division's, at the cost of a multiplication.
 """
 from __future__ import annotations
 
@@ -22,24 +29,32 @@ from minerva.ops.fusable import is_scalar
 
 BLOCK_BYTES = 256 * 1024
 """The bytes of one block of the output (and of each scratch buffer)."""
+SPLIT_BLOCK_BYTES = 1024 * 1024
+"""The block of a kernel cut over several threads of its device: each ufunc call takes the
+interpreter lock between two loops, and with two threads the other one may hold it; larger
+blocks make fewer calls (measured in tools/bench.py fusion, doc/jit.md "Fusion")."""
 
 
 class BlockedKernel:
     """The ``program`` of a fused kernel (``(op_def, attrs, refs, spec)`` per step, ``refs``
     naming ``("leaf", k)`` inputs or ``("tmp", j)`` results of earlier steps) run block by
-    block; ``impl(xp, *arrays, out=)``, ``bind`` as ops have."""
+    block; ``impl(xp, *arrays, out=)``, ``bind`` as ops have. ``device``: a weak reference
+    to the CPU device (its ``threads`` pick the block size), or None."""
 
     source = None
 
-    def __init__(self, program: list, out_shape: tuple):
+    def __init__(self, program: list, out_shape: tuple, device=None):
         self.program = program
+        self._device = device
         self.blocked = len(out_shape) >= 1 and all(
             spec.shape == out_shape for *_, spec in program)
         self.elementwise = self.blocked   # a CPU device may cut it into row ranges
-        self.slots, self.n_slots = _slots(program)
+        made = [_caller(op_def, attrs, spec.dtype) for op_def, attrs, _, spec in program]
+        self.calls = [call for call, _ in made]
+        self.slots, self.n_slots = _slots(program, [in_place for _, in_place in made])
         self._kept = threading.local()
-        self.calls = [_caller(op_def, attrs, [spec for *_, spec in program], refs)
-                      for op_def, attrs, refs, _ in program]
+        self._registers = [tuple((kind == "tmp", j) for kind, j in refs)
+                           for _, _, refs, _ in program]
         self.source = "; ".join(f"t{k} = {op.name}({', '.join(map(_ref, refs))})"
                                 for k, (op, _, refs, _) in enumerate(program))
 
@@ -52,7 +67,7 @@ class BlockedKernel:
             self._run(arrays, targets + [out], np.empty(out.nbytes, np.uint8))
             return
         rows = out.shape[0]
-        step = max(1, BLOCK_BYTES // max(1, out.nbytes // rows))
+        step = max(1, self._block_bytes() // max(1, out.nbytes // rows))
         block = (min(step, rows),) + out.shape[1:]
         targets, masks = self._scratch(block)
         cut = [a.ndim == out.ndim and a.shape[0] == rows and rows > 1 for a in arrays]
@@ -66,6 +81,11 @@ class BlockedKernel:
     def bind(self, xp, arrays, out, **_attrs):
         """The kernel on these arrays, as a callable of no arguments."""
         return lambda: self.impl(xp, *arrays, out=out)
+
+    def _block_bytes(self) -> int:
+        device = self._device() if self._device is not None else None
+        threads = getattr(device, "threads", 1)
+        return SPLIT_BLOCK_BYTES if threads > 1 else BLOCK_BYTES
 
     def _scratch(self, shape) -> tuple:
         """Each step's target but the last (a view of ``shape`` on its slot's buffer: one
@@ -87,43 +107,70 @@ class BlockedKernel:
         buffers = [np.empty(count * w, np.uint8) for w in widths]
         targets = [buffers[self.slots[k]][:count * spec.dtype.itemsize].view(spec.dtype)
                    .reshape(shape) for k, (*_, spec) in enumerate(self.program[:-1])]
-        return targets, np.empty(count * 8, np.uint8)
+        has_where = any(op.name == "where" for op, *_ in self.program)
+        return targets, np.empty(count * 8 if has_where else 0, np.uint8)
 
     def _run(self, arrays, targets, masks) -> None:
         """The steps once, step ``k`` into ``targets[k]`` (``masks``: a buffer for
         ``where``'s masks, of the output's size at 8 bytes an element)."""
-        for (_, _, refs, _), call, target in zip(self.program, self.calls, targets):
-            call([arrays[j] if kind == "leaf" else targets[j] for kind, j in refs], target,
-                 masks)
+        for registers, call, target in zip(self._registers, self.calls, targets):
+            call([targets[j] if tmp else arrays[j] for tmp, j in registers], target, masks)
 
 
 _KEYWORD_OUT = frozenset({"maximum", "minimum"})
 """Ufuncs whose ``out`` goes by keyword (NumPy deprecates a positional one)."""
 
 
-def _caller(op_def, attrs, specs, refs):
-    """``call(operands, out, masks)`` running the step's kernel: the ufunc itself, called
-    with ``out`` by position and a scalar made once into a 0-d array of the dtype NumPy
-    computes in (as the replay's bound steps, ``ops.elementwise._bind_scalar``), for the
-    ufunc ops; ``where`` by bit selection; the op's kernel for the others. Few Python
+def _caller(op_def, attrs, dtype) -> tuple:
+    """``(call, in_place)``: ``call(operands, out, masks)`` runs the step's kernel (the
+    ufunc itself, called with ``out`` by position and a scalar made once into a 0-d array
+    of the dtype NumPy computes in, as the replay's bound steps,
+    ``ops.elementwise._bind_scalar``, for the ufunc ops; ``where`` by bit selection; the
+    op's kernel for the others; a division by a power of two as the multiplication by its
+    reciprocal, in ``dtype``, the result's); ``in_place`` tells whether ``out`` may be one
+    of the operands (a ufunc's loop reads each element before it writes it). Few Python
     operations a call: a block runs every step, and the interpreter lock is held
     meanwhile."""
     name = op_def.name
     base = name.removesuffix("_scalar")
     ufunc = getattr(np, "maximum" if name == "relu" else base, None)
     if name == "where":
-        return lambda operands, out, masks: (
+        return (lambda operands, out, masks: (
             _select(masks, *operands, out=out, **attrs) if out.dtype.kind in "fiu"
-            else op_def.impl(np, *operands, out=out, **attrs))
+            else op_def.impl(np, *operands, out=out, **attrs))), False
     if not isinstance(ufunc, np.ufunc) or op_def.bind is None and name != "relu":
-        return lambda operands, out, masks: op_def.impl(np, *operands, out=out, **attrs)
+        return (lambda operands, out, masks: op_def.impl(np, *operands, out=out, **attrs)), \
+            False
     if name == "relu" or name.endswith("_scalar"):
         scalar = 0 if name == "relu" else attrs["scalar"]
         reverse = name != "relu" and attrs["reverse"]
-        return _scalar_call(ufunc, scalar, reverse, base in _KEYWORD_OUT or name == "relu")
+        inverse = _reciprocal(scalar, dtype) if name == "divide_scalar" and not reverse \
+            else None
+        if inverse is not None:
+            return (lambda operands, out, masks: np.multiply(operands[0], inverse, out)), True
+        return _scalar_call(ufunc, scalar, reverse, base in _KEYWORD_OUT or name == "relu"), \
+            True
     if base in _KEYWORD_OUT:
-        return lambda operands, out, masks: ufunc(*operands, out=out)
-    return lambda operands, out, masks: ufunc(*operands, out)
+        return (lambda operands, out, masks: ufunc(*operands, out=out)), True
+    return (lambda operands, out, masks: ufunc(*operands, out)), True
+
+
+def _reciprocal(scalar, dtype):
+    """``1 / scalar`` as a 0-d array of ``dtype`` when ``scalar`` is a power of two whose
+    reciprocal ``dtype`` holds exactly (then ``x * (1 / scalar)`` is ``x / scalar``,
+    bitwise), else None."""
+    if isinstance(scalar, (bool, np.bool_)) or not isinstance(
+            scalar, (int, float, np.integer, np.floating)) or np.dtype(dtype).kind != "f":
+        return None
+    value = np.asarray(scalar, dtype)
+    if value == 0 or not np.isfinite(value) or value != scalar \
+            or abs(np.frexp(value)[0]) != 0.5:
+        return None
+    with np.errstate(all="ignore"):
+        inverse = np.asarray(np.reciprocal(value), dtype)
+    if not np.isfinite(inverse) or inverse == 0 or inverse * value != 1:
+        return None
+    return inverse
 
 
 def _scalar_call(ufunc, scalar, reverse: bool, keyword: bool):
@@ -178,16 +225,22 @@ def _last_uses(program) -> dict:
     return last
 
 
-def _slots(program) -> tuple:
-    """A scratch slot per step but the last (the output), reused once its value is dead
-    after the step that reads it last; the slots and how many there are."""
+def _slots(program, in_place: list) -> tuple:
+    """A scratch slot per step but the last (the output): a step that may write in place
+    (``in_place[k]``) takes the slot of a tmp input of its item size that it reads last;
+    otherwise a slot freed once its value was read last by an earlier step, or a new one.
+    The slots and how many there are."""
     last = _last_uses(program)
     free, slots, n = [], {}, 0
     for k in range(len(program) - 1):
-        if free:
+        dying = [j for kind, j in program[k][2] if kind == "tmp" and last.get(j) == k]
+        reuse = next((j for j in dying if in_place[k] and program[j][3].dtype.itemsize
+                      == program[k][3].dtype.itemsize), None)
+        if reuse is not None:
+            slots[k] = slots[reuse]
+        elif free:
             slots[k] = free.pop()
         else:
             slots[k], n = n, n + 1
-        for j in [j for j, end in last.items() if end == k and j in slots]:
-            free.append(slots[j])
+        free.extend(slots[j] for j in dict.fromkeys(dying) if j != reuse)
     return slots, n
