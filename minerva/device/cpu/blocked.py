@@ -38,23 +38,32 @@ blocks make fewer calls (measured in tools/bench.py fusion, doc/jit.md "Fusion")
 class BlockedKernel:
     """The ``program`` of a fused kernel (``(op_def, attrs, refs, spec)`` per step, ``refs``
     naming ``("leaf", k)`` inputs or ``("tmp", j)`` results of earlier steps) run block by
-    block; ``impl(xp, *arrays, out=)``, ``bind`` as ops have. ``device``: a weak reference
-    to the CPU device (its ``threads`` pick the block size), or None."""
+    block; ``impl(xp, *arrays, out=)``, ``bind`` as ops have. ``in_dtypes``: the inputs'
+    dtypes; ``device``: a weak reference to the CPU device (its ``threads`` pick the block
+    size), or None.
+
+    A block runs on **registers**: the inputs' rows, then each step's target (the last is
+    the output's rows), then the buffer of ``where``'s masks; each step is a closure over
+    the indices of its registers."""
 
     source = None
 
-    def __init__(self, program: list, out_shape: tuple, device=None):
+    def __init__(self, program: list, out_shape: tuple, in_dtypes: list, device=None):
         self.program = program
         self._device = device
         self.blocked = len(out_shape) >= 1 and all(
             spec.shape == out_shape for *_, spec in program)
         self.elementwise = self.blocked   # a CPU device may cut it into row ranges
-        made = [_caller(op_def, attrs, spec.dtype) for op_def, attrs, _, spec in program]
+        n_in = len(in_dtypes)
+        dtypes = list(in_dtypes) + [spec.dtype for *_, spec in program]
+        made = []
+        for k, (op_def, attrs, refs, spec) in enumerate(program):
+            where = [j if kind == "leaf" else n_in + j for kind, j in refs]
+            made.append(_caller(op_def, attrs, spec.dtype, where, n_in + k,
+                                [dtypes[i] for i in where], n_in + len(program)))
         self.calls = [call for call, _ in made]
         self.slots, self.n_slots = _slots(program, [in_place for _, in_place in made])
         self._kept = threading.local()
-        self._registers = [tuple((kind == "tmp", j) for kind, j in refs)
-                           for _, _, refs, _ in program]
         self.source = "; ".join(f"t{k} = {op.name}({', '.join(map(_ref, refs))})"
                                 for k, (op, _, refs, _) in enumerate(program))
 
@@ -113,46 +122,66 @@ class BlockedKernel:
     def _run(self, arrays, targets, masks) -> None:
         """The steps once, step ``k`` into ``targets[k]`` (``masks``: a buffer for
         ``where``'s masks, of the output's size at 8 bytes an element)."""
-        for registers, call, target in zip(self._registers, self.calls, targets):
-            call([targets[j] if tmp else arrays[j] for tmp, j in registers], target, masks)
+        registers = [*arrays, *targets, masks]
+        for call in self.calls:
+            call(registers)
 
 
 _KEYWORD_OUT = frozenset({"maximum", "minimum"})
 """Ufuncs whose ``out`` goes by keyword (NumPy deprecates a positional one)."""
 
 
-def _caller(op_def, attrs, dtype) -> tuple:
-    """``(call, in_place)``: ``call(operands, out, masks)`` runs the step's kernel (the
-    ufunc itself, called with ``out`` by position and a scalar made once into a 0-d array
-    of the dtype NumPy computes in, as the replay's bound steps,
-    ``ops.elementwise._bind_scalar``, for the ufunc ops; ``where`` by bit selection; the
-    op's kernel for the others; a division by a power of two as the multiplication by its
-    reciprocal, in ``dtype``, the result's); ``in_place`` tells whether ``out`` may be one
-    of the operands (a ufunc's loop reads each element before it writes it). Few Python
-    operations a call: a block runs every step, and the interpreter lock is held
-    meanwhile."""
+def _caller(op_def, attrs, dtype, ins: list, out: int, in_dtypes: list, masks: int):
+    """``(call, in_place)``: ``call(registers)`` runs the step's kernel on registers
+    ``ins`` into register ``out`` (``masks``: the register of ``where``'s masks). The ufunc
+    ops call their ufunc, with ``out`` by position and a scalar made once into a 0-d array
+    of the dtype NumPy computes in (as the replay's bound steps,
+    ``ops.elementwise._bind_scalar``); a division by a power of two multiplies by its
+    reciprocal, in ``dtype`` (the result's); ``where`` selects bits; the other ops run
+    their op's kernel. ``in_place`` tells whether ``out`` may be one of the operands (a
+    ufunc's loop reads each element before it writes it). Few Python operations a call: a
+    block runs every step, and the interpreter lock is held meanwhile."""
     name = op_def.name
     base = name.removesuffix("_scalar")
     ufunc = getattr(np, "maximum" if name == "relu" else base, None)
-    if name == "where":
-        return (lambda operands, out, masks: (
-            _select(masks, *operands, out=out, **attrs) if out.dtype.kind in "fiu"
-            else op_def.impl(np, *operands, out=out, **attrs))), False
-    if not isinstance(ufunc, np.ufunc) or op_def.bind is None and name != "relu":
-        return (lambda operands, out, masks: op_def.impl(np, *operands, out=out, **attrs)), \
-            False
+    if name == "where" and dtype.kind in "fiu":
+        return (lambda r: _select(r[masks], *[r[i] for i in ins], out=r[out], **attrs)), False
+    if name == "where" or not isinstance(ufunc, np.ufunc) \
+            or op_def.bind is None and name != "relu":
+        return (lambda r: op_def.impl(np, *[r[i] for i in ins], out=r[out], **attrs)), False
+    keyword = base in _KEYWORD_OUT or name == "relu"
     if name == "relu" or name.endswith("_scalar"):
         scalar = 0 if name == "relu" else attrs["scalar"]
         reverse = name != "relu" and attrs["reverse"]
         inverse = _reciprocal(scalar, dtype) if name == "divide_scalar" and not reverse \
             else None
         if inverse is not None:
-            return (lambda operands, out, masks: np.multiply(operands[0], inverse, out)), True
-        return _scalar_call(ufunc, scalar, reverse, base in _KEYWORD_OUT or name == "relu"), \
-            True
-    if base in _KEYWORD_OUT:
-        return (lambda operands, out, masks: ufunc(*operands, out=out)), True
-    return (lambda operands, out, masks: ufunc(*operands, out)), True
+            ufunc, scalar, keyword = np.multiply, inverse, False
+        return _scalar_call(ufunc, _scalar_value(scalar, in_dtypes[0]), reverse, keyword,
+                            ins[0], out), True
+    if len(ins) == 1:
+        (a,) = ins
+        return (lambda r: ufunc(r[a], out=r[out])) if keyword else \
+            (lambda r: ufunc(r[a], r[out])), True
+    a, b = ins
+    return (lambda r: ufunc(r[a], r[b], out=r[out])) if keyword else \
+        (lambda r: ufunc(r[a], r[b], r[out])), True
+
+
+def _scalar_value(scalar, dtype):
+    """``scalar`` as NumPy computes with it on ``dtype`` operands: a Python number as a
+    0-d array of the result's dtype (NEP 50: of the array's kind), a NumPy one as it is."""
+    if type(scalar) in (int, float, complex, bool):
+        return np.asarray(scalar, np.result_type(dtype, scalar))
+    return scalar
+
+
+def _scalar_call(ufunc, value, reverse: bool, keyword: bool, a: int, out: int):
+    if reverse:
+        return (lambda r: ufunc(value, r[a], out=r[out])) if keyword else \
+            (lambda r: ufunc(value, r[a], r[out]))
+    return (lambda r: ufunc(r[a], value, out=r[out])) if keyword else \
+        (lambda r: ufunc(r[a], value, r[out]))
 
 
 def _reciprocal(scalar, dtype):
@@ -171,24 +200,6 @@ def _reciprocal(scalar, dtype):
     if not np.isfinite(inverse) or inverse == 0 or inverse * value != 1:
         return None
     return inverse
-
-
-def _scalar_call(ufunc, scalar, reverse: bool, keyword: bool):
-    made = {}   # operand dtype -> the scalar as a 0-d array (NEP 50: of the array's kind)
-
-    def call(operands, out, masks):
-        array = operands[0]
-        value = made.get(array.dtype)
-        if value is None:
-            weak = type(scalar) in (int, float, complex, bool)
-            value = made[array.dtype] = np.asarray(
-                scalar, np.result_type(array.dtype, scalar)) if weak else scalar
-        pair = (value, array) if reverse else (array, value)
-        if keyword:
-            ufunc(*pair, out=out)
-        else:
-            ufunc(*pair, out)
-    return call
 
 
 def _select(masks, *arrays, out, layout):
