@@ -93,16 +93,19 @@ class DirectPath:
                                 None if writes is None else writes[0],
                                 None if out_views is None else out_views[0])
 
-    def run_lean(self, op_def, attrs, storages, spec, device, views=None, total=None):
-        """The lean path: a fresh output of a kernel without BLAS, while nothing follows
-        nodes (a trace records it as an op on the caller's track, ``_announce_lean``),
-        on ``device`` (a Device, or its id: the op is then checked for the lean path here,
+    def run_lean(self, op_def, attrs, storages, spec, device, views=None, total=None,
+                 written=None, out_view=None):
+        """The lean path: an op of a kernel without BLAS, while nothing follows nodes (a
+        trace records it as an op on the caller's track, ``_announce_lean``), on
+        ``device`` (a Device, or its id: the op is then checked for the lean path here,
         the builder's shortcut past ``submit``), touching ``total`` bytes (None: counted
-        here); the output's storage, or None when it must take another path (nothing done
-        then).
+        here). Its output is fresh, or the next version of storage ``written`` (of spec
+        ``spec``, written through ``out_view``) when that storage's value is computed, read
+        by nothing and held by that storage alone. Returns the output's storage, or None
+        when the op must take another path (nothing done then).
 
         Deliberately flat (every call here is paid per tiny op): one round of the engine
-        lock applies the queued releases (``_reap_locked``; a value that died with this
+        lock applies the queued releases (``_reap_locked``; a value that died with a fresh
         output's size hands its block over), takes a block without the out-of-memory
         ladder when none was handed over (the DAG path climbs it), checks the inputs, runs
         the kernel and inserts the output computed."""
@@ -112,7 +115,8 @@ class DirectPath:
                 return None
         nbytes = spec.nbytes
         if total is None:
-            total = nbytes
+            total = nbytes if out_view is None else \
+                math.prod(out_view[0]) * spec.dtype.itemsize
             for storage in storages:
                 total += storage.current.spec.nbytes
             limit = device.inline_limit
@@ -123,7 +127,8 @@ class DirectPath:
         errstate = fp_errors.caller_state()
         traced = self.hooks.active   # a trace records the op (``_announce_lean``)
         with self._lock:
-            block, later = self._reap_locked(device_id, nbytes if store.recycles else -1) \
+            block, later = self._reap_locked(
+                device_id, nbytes if store.recycles and written is None else -1) \
                 if self._releases else (None, None)
             ready = not self.closed and self.n_inflight < self.max_pending
             arrays = []
@@ -134,32 +139,40 @@ class DirectPath:
                     ready = False
                     break
                 arrays.append(data.array)
-            out = None
-            if not ready:
+            out = target = None
+            if written is not None:
+                base = written.current
+                if ready and state.writable_now(base, device_id) and written.engine is self:
+                    target = base.array if out_view is None else \
+                        device.view(base.array, out_view)
+            elif not ready:
                 if block is not None:
                     store.free(block)
+            elif block is not None:
+                store.n_recycled += 1
+                target = block.view if block.view_key == (spec.shape, spec.dtype) \
+                    else store.array(block, spec.shape, spec.dtype)
             else:
-                if block is not None:
-                    store.n_recycled += 1
-                    target = block.view if block.view_key == (spec.shape, spec.dtype) \
-                        else store.array(block, spec.shape, spec.dtype)
-                else:
-                    block, target = store.alloc_array(nbytes, spec.shape, spec.dtype, False)
-                if target is not None:
-                    if views is not None:
-                        arrays = [a if v is None else device.view(a, v)
-                                  for a, v in zip(arrays, views)]
-                    if traced:
-                        started = time.perf_counter_ns()
-                    exc = device.cancelled or _run_kernel(op_def.impl, device.xp, arrays,
-                                                          attrs, target, errstate)
+                block, target = store.alloc_array(nbytes, spec.shape, spec.dtype, False)
+            if target is not None:
+                if views is not None:
+                    arrays = [a if v is None else device.view(a, v)
+                              for a, v in zip(arrays, views)]
+                if traced:
+                    started = time.perf_counter_ns()
+                exc = device.cancelled or _run_kernel(op_def.impl, device.xp, arrays,
+                                                      attrs, target, errstate)
+                if written is None:
                     out = state.settled_value(self.dag, spec, device_id, exc is not None)
-                    if traced:
-                        traced = (started, [storage.current for storage in storages], exc)
                     block.label, out.block, out.array = out, block, target
-                    if exc is not None:
-                        out.error = _direct_error(op_def, exc, out.node_id, device)
-                        self._failures.append(out.error)
+                else:
+                    out = written.current = state.settled_write(   # the line names it
+                        self.dag, base, exc is not None, user_callsite())
+                if traced:
+                    traced = (started, [storage.current for storage in storages], exc)
+                if exc is not None:
+                    out.error = _direct_error(op_def, exc, out.node_id, device)
+                    self._failures.append(out.error)
         if later:
             self._free_blocks(later)
         if out is None:
@@ -169,7 +182,7 @@ class DirectPath:
         if fp_errors.DIRECT_RECORDS:   # floating-point errors met: reported at the user's line
             fp_errors.report(errstate, fp_errors.take_direct_records(), op_def.name,
                              user_callsite())
-        return Storage(out, self)
+        return Storage(out, self) if written is None else written
 
     def _announce_lean(self, op_def, out, device, started: int, inputs, exc) -> None:
         """While a trace records: the lean op that ran from ``started`` on ``inputs`` (its

@@ -132,6 +132,34 @@ def settled_value(dag: PhysicalDag, spec, device_id: int, failed: bool) -> DataN
     return out
 
 
+def writable_now(base: DataNode, device_id: int) -> bool:
+    """Whether an op running whole under the engine lock may overwrite ``base`` in place
+    (``settled_write``): computed on ``device_id``, read by nothing pending, held by one
+    storage alone, no cached copies to drop."""
+    return base.state == COMPLETED and not base.rc and base.writer is None \
+        and base.extern_rc == 1 and base.copies is None and base.device_id == device_id
+
+
+def settled_write(dag: PhysicalDag, base: DataNode, failed: bool, created_at) -> DataNode:
+    """The next version of ``base``'s storage, written in place at the user's line
+    ``created_at`` by an op that ran whole under the engine lock (``writable_now`` held):
+    inserted computed, or failed (the caller sets its ``error``), owning ``base``'s
+    buffer; ``base`` leaves the DAG."""
+    out = DataNode(base.spec, base.device_id, None, created_at, base)
+    base.extern_rc = 0
+    _take_over(out)
+    if out.block is not None:
+        out.block.label = out
+    base.dead = True
+    del dag.data[base.node_id]
+    out.state = FAILED if failed else COMPLETED
+    dag.data[out.node_id] = out
+    dag.n_completed_total += 1
+    if failed:
+        dag.n_failed_total += 1
+    return out
+
+
 def end_direct(dag: PhysicalDag, args: list, out: DataNode, error) -> tuple[list, list]:
     """The direct op of ``begin_direct`` ran (failed when ``error`` is set): settle its
     output and drop the reads. Returns ``(ready_ops, dead_data)`` as ``complete_op``."""
@@ -365,4 +393,4 @@ def _is_dead(data: DataNode) -> bool:
 
 __all__ = ["register_op", "release_hold", "start_run", "launch_op", "complete_op",
            "release_handle", "drain_releases", "delete_data", "uncache_copy", "begin_direct",
-           "end_direct", "settled_value"]
+           "end_direct", "settled_value", "settled_write", "writable_now"]

@@ -168,6 +168,29 @@ def test_a_tiny_chain_hands_each_dead_block_to_the_next_output(engine_and, strat
     np.testing.assert_array_equal(x.to_numpy(timeout=WAIT), np.full(4, 53.0, "f4"))
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_tiny_writes_update_the_buffer_in_place_without_a_block(engine_and, strategy):
+    """The lean path's writes (``x += 1``, ``x[i] = v``, ``out=``): each makes the next
+    version of the storage in the buffer it had, taking no block and freeing none, with
+    NumPy's values; the version names the line of the write."""
+    start(engine_and, strategy)
+    x, rows = mv.zeros(4), mv.zeros((6, 4))
+    expected = np.zeros((6, 4), rows.dtype)
+    mv.wait_for_all(timeout=WAIT)
+    before, version = mv.memory_stats(0), x._storage.current.version
+    for i in range(6):
+        x += 1.0
+        rows[i] = x
+        mv.multiply(rows[i], 2.0, out=rows[i])
+        expected[i] = 2.0 * (i + 1)
+    after = mv.memory_stats(0)
+    assert x._storage.current.version == version + 6
+    assert after["n_allocs"] == before["n_allocs"] and after["n_frees"] == before["n_frees"]
+    np.testing.assert_array_equal(rows.to_numpy(timeout=WAIT), expected)
+    line = _line_of("        x += 1.0")
+    assert x._storage.current.created_at[1] == line
+
+
 @pytest.mark.parametrize("strategy", ["pooled", "round"])
 def test_a_loop_is_served_from_the_pool(engine_and, strategy):
     """In steady state every alloc of a loop is a pool hit; mallocs stop growing."""
@@ -265,3 +288,9 @@ def test_mem_pool_is_read_from_the_environment(monkeypatch, strategy, cached):
     mv.zeros(750, dtype=np.float32).wait(timeout=WAIT)
     mv.wait_for_all(timeout=WAIT)
     assert mv.memory_stats()["cached_bytes"] == cached
+
+
+def _line_of(text: str) -> int:
+    """The line of this file that starts with ``text``."""
+    with open(__file__) as source:
+        return next(i for i, line in enumerate(source, 1) if line.startswith(text))
