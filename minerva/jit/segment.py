@@ -5,8 +5,8 @@ arrays of its exports, of the values it writes, and of its arena. Every ``(value
 a step uses is resolved once per replay into a table of arrays; views of the arena (the
 locals) do not change between replays and are resolved once, as are the argument lists of
 steps that only touch locals: such a step costs one kernel call. A segment that may run on
-the calling thread (``runs_now``: small, at most ``NOW_STEPS`` steps, none through the
-device's kernel runner) binds all its steps to a replay's arrays and keeps those calls for
+the calling thread (``runs_now``: small, few steps, none through the device's kernel
+runner) binds all its steps to a replay's arrays and keeps those calls for
 the next replays of the same arrays (``REUSED``). Views on the storage of a view argument
 are kept relative to the argument's offset; a replay places them at its call's offsets
 (``SegmentCall``, the replay op's ``segment``).
@@ -43,6 +43,9 @@ NOW_STEPS = 1024
 """A segment of more steps never runs on the calling thread: it would hold the engine lock
 for long (a tiny step takes about half a microsecond), while other threads' ops and
 completions wait; on the device's thread its hand-off is a small part of its time."""
+NOW_WORK = 16 << 20
+"""Nor one whose bytes times steps exceed this (16 steps on 1 MiB, 256 on 64 KiB): a
+bound on the time it holds the engine lock, a millisecond or two."""
 
 
 class SegmentRun:
@@ -91,7 +94,8 @@ class SegmentRun:
     def runs_now(self, device) -> bool:
         """Whether a replay of this segment may run at once on the calling thread of
         ``device`` (``Engine.run_nested_now``): its values total at most the device's
-        ``inline_limit`` bytes, it has at most ``NOW_STEPS`` steps, and none goes
+        ``inline_limit`` bytes, it has at most ``NOW_STEPS`` steps (and ``NOW_WORK``
+        bytes times steps), and none goes
         through the device's kernel runner (a BLAS call, a kernel cut into row ranges:
         they may wait for threads, which must not happen under the engine lock)."""
         routes = self._routes
@@ -115,7 +119,7 @@ class SegmentRun:
             flags.append(device.routes_kernel(step.op_def, nbytes))
         limit = device.inline_limit
         now = bool(limit) and self.nbytes <= limit and len(flags) <= NOW_STEPS \
-            and not any(flags)
+            and self.nbytes * len(flags) <= NOW_WORK and not any(flags)
         self._routes = (device, (getattr(device, "threads", None), limit), flags, now)
         return self._routes
 

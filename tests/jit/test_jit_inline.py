@@ -17,6 +17,7 @@ import pytest
 import minerva as mv
 from minerva.builder import build
 from minerva.current import get_system
+from minerva.jit.segment import NOW_STEPS
 from minerva.ops import registry
 from tests.conftest import assert_settled, start_engine
 from tests.support.gates import gated_op
@@ -170,6 +171,22 @@ def test_a_small_replay_runs_on_the_calling_thread_and_a_big_one_on_the_device()
         result, threads = replayed_on(jitted, x)
         assert (threads == [threading.get_ident()]) == on_caller, (n, threads)
         assert_same(np.arange(n) * 2.0 + 1.0, result)
+
+
+@pytest.mark.parametrize("n, n_steps", [(4, NOW_STEPS + 1), (8192, 300)])
+def test_a_replay_of_many_steps_or_much_work_runs_on_the_device(n, n_steps):
+    mv.init(engine="dag")
+
+    def chain(x):
+        for _ in range(n_steps - 1):
+            x = x + 1.0
+        return noted(x)
+    jitted = mv.jit(chain, fuse=False)
+    x = mv.zeros(n)
+    jitted(x).wait(timeout=30)
+    result, threads = replayed_on(jitted, x)
+    assert threads and threads[0] != threading.get_ident()
+    assert_same(np.full(n, n_steps - 1.0), result)
 
 
 def test_a_replay_of_a_pending_input_returns_at_once_and_runs_on_the_device():
