@@ -155,6 +155,15 @@ class Device(abc.ABC):
             target = out.array = self.store.array(block, spec.shape, spec.dtype)
         return target if out_view is None else self.view(target, out_view)
 
+    def try_hold_blas(self) -> bool:
+        """Make this thread's BLAS calls use this device's thread count until
+        ``release_blas()``, when that needs no wait; False otherwise (nothing held). Here:
+        nothing to hold."""
+        return True
+
+    def release_blas(self) -> None:
+        """End ``try_hold_blas``."""
+
     def run_tiny_kernel(self, op_def, arrays, out, attrs) -> None:
         """The kernel of a direct op (far below any size a CPU device splits)."""
         op_def.impl(self.xp, *arrays, out=out, **attrs)

@@ -83,7 +83,7 @@ class DirectPath:
                 total += storage.current.spec.nbytes
             if total > limit:
                 return None
-            if writes is None and not op_def.blas and not self.hooks.wants_nodes:
+            if writes is None and not self.hooks.wants_nodes:
                 result = self.run_lean(op_def, attrs, storages, spec, device, views, total)
                 return None if result is None else [result]
         elif not is_tiny(storages, spec, out_views[0], limit):
@@ -95,7 +95,8 @@ class DirectPath:
 
     def run_lean(self, op_def, attrs, storages, spec, device, views=None, total=None,
                  written=None, out_view=None):
-        """The lean path: an op of a kernel without BLAS, while nothing follows nodes (a
+        """The lean path: an op of minerva's own (its BLAS calls, if any, with the device's
+        thread count, taken only when that needs no wait), while nothing follows nodes (a
         trace records it as an op on the caller's track, ``_announce_lean``), on
         ``device`` (a Device, or its id: the op is then checked for the lean path here,
         the builder's shortcut past ``submit``), touching ``total`` bytes (None: counted
@@ -111,7 +112,7 @@ class DirectPath:
         the kernel and inserts the output computed."""
         if type(device) is int:
             device = self.devices.table[device]
-            if not op_def.tiny_inline or op_def.blas or self.hooks.wants_nodes:
+            if not op_def.tiny_inline or self.hooks.wants_nodes:
                 return None
         nbytes = spec.nbytes
         if total is None:
@@ -139,6 +140,9 @@ class DirectPath:
                     ready = False
                     break
                 arrays.append(data.array)
+            blas = ready and op_def.blas   # its device's BLAS threads, never waited for
+            if blas:
+                ready = blas = device.try_hold_blas()
             out = target = None
             if written is not None:
                 base = written.current
@@ -173,6 +177,8 @@ class DirectPath:
                 if exc is not None:
                     out.error = _direct_error(op_def, exc, out.node_id, device)
                     self._failures.append(out.error)
+            if blas:
+                device.release_blas()
         if later:
             self._free_blocks(later)
         if out is None:

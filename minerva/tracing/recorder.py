@@ -118,7 +118,10 @@ class Recorder:
         self._append((HOST, name, device_id, file, line, t0_ns, t1_ns, _thread_id()))
 
     def dispatch(self, kind, node, t0_ns, t1_ns) -> None:
-        """A dispatcher thread handled one task."""
+        """A dispatcher thread handled one task (one begun before the recording is cut
+        at its start)."""
+        if t0_ns < self.t_start:
+            t0_ns = self.t_start
         name = self._kind_names.get(kind)
         if name is None:
             name = self._kind_names[kind] = str(getattr(kind, "name", kind))

@@ -425,3 +425,13 @@ def test_a_jit_replay_shows_its_steps_inside_its_slice(tmp_path):
         assert (e["pid"], e["tid"]) == (replay["pid"], replay["tid"])
         assert replay["ts"] <= e["ts"] and e["ts"] + e["dur"] <= replay["ts"] + replay["dur"]
         assert e["args"]["replay"] == replay["args"]["node_id"]
+
+
+def test_a_dispatcher_task_begun_before_the_recording_starts_at_its_start():
+    """A RELEASE task waits its grace period before it runs: one that began before
+    ``profiler.start`` is recorded from the recording's start (no negative time)."""
+    from minerva.tracing.recorder import DISPATCH, Recorder
+    recorder = Recorder()
+    recorder.dispatch("RELEASE", None, recorder.t_start - 10**6, recorder.t_start + 10)
+    (event,) = recorder.events
+    assert event[0] == DISPATCH and event[3] == recorder.t_start and event[4] > event[3]

@@ -139,6 +139,22 @@ class BlasThreads:
                 self._count = n_threads
             self._users += 1
 
+    def try_hold(self, n_threads: int) -> bool:
+        """``hold(n_threads)`` when it needs no wait (no kernel holds another count and
+        none waits); False otherwise, nothing held (a caller that must not wait: the
+        engine's lean path, under the engine lock)."""
+        if not self.process_wide:
+            self.set_here(n_threads)
+            return True
+        with self._cond:
+            if self._queue or (self._users and self._count != n_threads):
+                return False
+            if self._count != n_threads:
+                self._set(n_threads)
+                self._count = n_threads
+            self._users += 1
+        return True
+
     def _wait_turn(self, n_threads: int) -> None:
         """Queue (holding ``_cond``) until first in line and free to run: no kernel holds
         a count, or the count held is ``n_threads``."""

@@ -83,6 +83,15 @@ class CpuDevice(Device):
             op_def.row_split is not None
             or op_def.elementwise and out_nbytes >= SPLIT_OUT_BYTES)
 
+    def try_hold_blas(self) -> bool:
+        """Make this thread's BLAS calls use this device's thread count until
+        ``release_blas()``, when that needs no wait; False otherwise (nothing held)."""
+        return BLAS.try_hold(self.threads)
+
+    def release_blas(self) -> None:
+        """End ``try_hold_blas``."""
+        BLAS.release()
+
     def run_tiny_kernel(self, op_def, arrays, out, attrs) -> None:
         """The kernel on the calling thread, whole, with this device's BLAS threads."""
         if not op_def.blas:
