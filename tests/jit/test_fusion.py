@@ -22,8 +22,9 @@ pytestmark = pytest.mark.skipif(not cpu_fused.available(), reason="numexpr is no
 ULP_BOUND = 4
 """doc/jit.md: a fused transcendental function is within 4 ulps of NumPy's result."""
 SHAPE = (6, 7)
-BIG = (300, 160)
-"""float64 (300, 160): 375 KiB, two blocks of cpu/blocked.py's 256 KiB."""
+BIG = (900, 160)
+"""(900, 160): 1.1 MB in float64, 562 KiB in float32: three and two blocks of
+cpu/blocked.py's 512 KiB (the last one partial)."""
 SEEDS = range(12)
 
 

@@ -27,20 +27,17 @@ import numpy as np
 
 from minerva.ops.fusable import is_scalar
 
-BLOCK_BYTES = 256 * 1024
-"""The bytes of one block of the output (and of each scratch buffer)."""
-SPLIT_BLOCK_BYTES = 1024 * 1024
-"""The block of a kernel cut over several threads of its device: each ufunc call takes the
-interpreter lock between two loops, and with two threads the other one may hold it; larger
-blocks make fewer calls (measured in tools/bench.py fusion, doc/jit.md "Fusion")."""
+BLOCK_BYTES = 512 * 1024
+"""The bytes of one block of the output (and of each scratch buffer): on the machine of
+doc/performance.md, Black-Scholes' 61-step kernel takes the least CPU time with 512 KiB
+blocks, on one thread and on each of two (256 KiB: 4 % more, 1 MiB: 15 % more)."""
 
 
 class BlockedKernel:
     """The ``program`` of a fused kernel (``(op_def, attrs, refs, spec)`` per step, ``refs``
     naming ``("leaf", k)`` inputs or ``("tmp", j)`` results of earlier steps) run block by
     block; ``impl(xp, *arrays, out=)``, ``bind`` as ops have. ``in_dtypes``: the inputs'
-    dtypes; ``device``: a weak reference to the CPU device (its ``threads`` pick the block
-    size), or None.
+    dtypes.
 
     A block runs on **registers**: the inputs' rows, then each step's target (the last is
     the output's rows), then the buffer of ``where``'s masks; each step is a closure over
@@ -48,9 +45,8 @@ class BlockedKernel:
 
     source = None
 
-    def __init__(self, program: list, out_shape: tuple, in_dtypes: list, device=None):
+    def __init__(self, program: list, out_shape: tuple, in_dtypes: list):
         self.program = program
-        self._device = device
         self.blocked = len(out_shape) >= 1 and all(
             spec.shape == out_shape for *_, spec in program)
         self.elementwise = self.blocked   # a CPU device may cut it into row ranges
@@ -76,7 +72,7 @@ class BlockedKernel:
             self._run(arrays, targets + [out], np.empty(out.nbytes, np.uint8))
             return
         rows = out.shape[0]
-        step = max(1, self._block_bytes() // max(1, out.nbytes // rows))
+        step = max(1, BLOCK_BYTES // max(1, out.nbytes // rows))
         block = (min(step, rows),) + out.shape[1:]
         targets, masks = self._scratch(block)
         cut = [a.ndim == out.ndim and a.shape[0] == rows and rows > 1 for a in arrays]
@@ -90,11 +86,6 @@ class BlockedKernel:
     def bind(self, xp, arrays, out, **_attrs):
         """The kernel on these arrays, as a callable of no arguments."""
         return lambda: self.impl(xp, *arrays, out=out)
-
-    def _block_bytes(self) -> int:
-        device = self._device() if self._device is not None else None
-        threads = getattr(device, "threads", 1)
-        return SPLIT_BLOCK_BYTES if threads > 1 else BLOCK_BYTES
 
     def _scratch(self, shape) -> tuple:
         """Each step's target but the last (a view of ``shape`` on its slot's buffer: one

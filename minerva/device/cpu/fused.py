@@ -90,7 +90,7 @@ def compile_kernel(spec, device):
         return NumexprKernel(spec.tree, spec.in_dtypes, out.dtype, device)
     if out.nbytes < BLOCKED_MIN_BYTES:
         raise NotImplementedError("one block: the unfused steps are as fast")
-    return BlockedKernel(spec.program, out.shape, spec.in_dtypes, device)
+    return BlockedKernel(spec.program, out.shape, spec.in_dtypes)
 
 
 def use_threads(n: int) -> None:
