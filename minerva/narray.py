@@ -18,6 +18,7 @@ door for the others.
 """
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 
@@ -90,7 +91,7 @@ class NArray:
     @property
     def size(self) -> int:
         """Number of elements."""
-        return int(np.prod(self._spec.shape, dtype=np.int64))
+        return math.prod(self._spec.shape)
 
     @property
     def nbytes(self) -> int:

@@ -70,9 +70,18 @@ def _reduce_infer(name):
     return infer
 
 
+_UFUNC_OF = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
+"""The reductions NumPy's functions run as a ufunc's ``reduce`` with the same arguments
+(``numpy.sum`` is ``add.reduce`` after two wrapper calls): on NumPy, called directly."""
+
+
 def _reduce_impl(name):
+    ufunc = _UFUNC_OF.get(name)
+
     def impl(xp, x, *, out, axis, keepdims, dtype=None):
-        if dtype is None:
+        if xp is np and ufunc is not None:
+            ufunc.reduce(x, axis, dtype, out, keepdims)
+        elif dtype is None:
             getattr(xp, name)(x, axis=axis, keepdims=keepdims, out=out)
         else:
             getattr(xp, name)(x, axis=axis, keepdims=keepdims, out=out, dtype=dtype)
