@@ -23,16 +23,30 @@ from minerva.ops.registry import ArraySpec, register
 _ANCHORS: dict = {}
 
 
+_C_STRIDES: dict = {}
+"""(shape, itemsize) -> its C strides, for the shapes met (bounded: cleared when full)."""
+_MAX_C_STRIDES = 4096
+
+
 def c_strides(shape: tuple, itemsize: int) -> tuple:
     """Byte strides of a C-contiguous array of ``shape`` (all 0 without elements, as
     NumPy's new arrays have)."""
+    try:
+        return _C_STRIDES[shape, itemsize]
+    except KeyError:
+        pass
     if 0 in shape:
-        return (0,) * len(shape)
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
+        strides = (0,) * len(shape)
+    else:
+        steps, step = [], itemsize
+        for n in reversed(shape):
+            steps.append(step)
+            step *= max(n, 1)
+        strides = tuple(reversed(steps))
+    if len(_C_STRIDES) >= _MAX_C_STRIDES:
+        _C_STRIDES.clear()
+    _C_STRIDES[shape, itemsize] = strides
+    return strides
 
 
 def of(spec, view) -> tuple:
@@ -93,6 +107,12 @@ def is_scalar_index(items: tuple, ndim: int) -> bool:
 
 
 def _expand_ellipsis(items: tuple, ndim: int) -> tuple:
+    if len(items) <= ndim:   # the common case: no Ellipsis, no None
+        for item in items:
+            if item is None or item is Ellipsis:
+                break
+        else:
+            return items + (slice(None),) * (ndim - len(items))
     n_ellipsis = sum(1 for item in items if item is Ellipsis)
     if n_ellipsis > 1:
         raise ShapeIndexError("an index can only have a single ellipsis ('...')")
