@@ -16,12 +16,18 @@ step runs again after Black-Scholes, whose freed 16 MB arrays raise glibc's mmap
 threshold: NumPy's temporaries then come from the heap, not from fresh mappings whose
 pages fault in at each step, and eager NumPy runs the step about 1.4x faster.
 
-Each case also reports the unfused replay (``fuse=False``) for comparison.
+Each case also reports the unfused replay (``fuse=False``) for comparison. For
+Black-Scholes it also reports, from Linux's per-thread scheduler statistics, how long the
+busiest thread of the jitted replay ran and how long the replay's threads waited for a
+core that another process held: on a shared machine the wall time then exceeds what the
+kernel needs.
 """
 from __future__ import annotations
 
 import functools
+import glob
 import math
+import time
 from unittest import mock
 
 import numpy as np
@@ -101,6 +107,37 @@ def black_scholes_runs(n: int) -> tuple:
     return runs, stats
 
 
+def thread_times(run, repeat: int = 3) -> dict | None:
+    """Of ``repeat`` calls of ``run`` (the median one by its busiest thread): its wall time,
+    the most CPU time one thread of the process took and the longest a thread waited,
+    runnable, for a core (ms; /proc/self/task/*/schedstat), or None where Linux gives
+    none."""
+    def snapshot() -> dict:
+        times = {}
+        for path in glob.glob("/proc/self/task/*/schedstat"):
+            try:
+                with open(path, encoding="ascii") as f:
+                    times[path] = tuple(int(v) for v in f.read().split()[:2])
+            except (OSError, ValueError):
+                pass
+        return times
+    samples = []
+    for _ in range(repeat):
+        before = snapshot()
+        start = time.perf_counter()
+        run()
+        wall = time.perf_counter() - start
+        after = snapshot()
+        deltas = [(after[k][0] - before[k][0], after[k][1] - before[k][1])
+                  for k in after if k in before]
+        if not deltas:
+            return None
+        samples.append((max(d[0] for d in deltas) / 1e6, max(d[1] for d in deltas) / 1e6,
+                        wall * 1e3))
+    busiest, waited, wall = sorted(samples)[len(samples) // 2]
+    return {"busiest_thread_ms": busiest, "waited_for_a_core_ms": waited, "wall_ms": wall}
+
+
 # ---- the MLP steps --------------------------------------------------------------------------
 
 def mlp_ratio(sizes: tuple, n_steps: int, repeat: int) -> dict:
@@ -145,8 +182,9 @@ def fusion(args) -> dict:
              for name, jitted in (("minerva-eager", False), ("minerva-jit", True))}
     mv.shutdown()
     mv.init()
-    bs, bs_stats = black_scholes_runs(n_bs)
-    bs = interleaved(bs, repeat=args.repeat)
+    bs_runs, bs_stats = black_scholes_runs(n_bs)
+    bs = interleaved(bs_runs, repeat=args.repeat)
+    bs_threads = thread_times(bs_runs["minerva-jit"])
     # Black-Scholes freed arrays of 16 MB: glibc now serves NumPy's temporaries from its
     # heap instead of fresh mappings (its mmap threshold rose): the same MLP step again
     warm = mlp_ratio((784, 512, 512, 10), n_mlp, args.repeat)
@@ -164,6 +202,12 @@ def fusion(args) -> dict:
           ("case", "size", "numpy", "jit", "jit unfused"))
     print(f"  black_scholes plan: {bs_stats['n_ops']} ops, {bs_stats['n_fused']} fused into "
           f"{bs_stats['n_fused_kernels']} kernels, plan {bs_stats['plan_bytes'] / 2**20:.1f} MiB")
+    if bs_threads is not None:
+        print(f"  black_scholes jit, 3 more calls: {bs_threads['wall_ms']:.1f} ms, its busiest "
+              f"thread ran {bs_threads['busiest_thread_ms']:.1f} ms "
+              f"({bs_threads['busiest_thread_ms'] / 1e3 / bs['numpy-eager']:.3f}x NumPy's "
+              f"time), its threads waited up to {bs_threads['waited_for_a_core_ms']:.1f} ms "
+              "for a core held by another process")
     table("fusion: MLP memory in use (MiB)",
           [(k, *(f"{v[key] / 2**20:.2f}" for key in ("peak_bytes", "steady_peak_bytes",
                                                      "plan_bytes"))) for k, v in peaks.items()],
@@ -189,5 +233,5 @@ def fusion(args) -> dict:
                                     for k, v in ratios.items() if k.endswith("_unfused"))
           + f"; steady_peak {ratios['steady_peak']:.3f}x")
     return {"chain_seconds": chain, "black_scholes_seconds": bs, "mlp": mlps,
-            "mlp_warm_malloc": warm, "peak": peaks,
+            "mlp_warm_malloc": warm, "peak": peaks, "black_scholes_threads": bs_threads,
             "ratios": ratios, "goals": GOALS}
