@@ -27,13 +27,29 @@ UNARY = ("negative", "positive", "absolute", "fabs", "exp", "exp2", "expm1", "lo
          "isinf", "isfinite", "signbit", "conjugate", "deg2rad", "rad2deg")
 
 
+def broadcast_shapes(*shapes: tuple) -> tuple:
+    """``numpy.broadcast_shapes`` of shapes (tuples of ints), without its array machinery;
+    ValueError when they do not broadcast."""
+    result = list(max(shapes, key=len))
+    for shape in shapes:
+        at = len(result) - len(shape)
+        for i, n in enumerate(shape, at):
+            size = result[i]
+            if n != size:
+                if size == 1:
+                    result[i] = n
+                elif n != 1:
+                    raise ValueError(f"shapes {shapes} do not broadcast")
+    return tuple(result)
+
+
 def broadcast_shape(name: str, *specs: ArraySpec) -> tuple:
     """The broadcast shape of ``specs``; ShapeError when they do not broadcast."""
     first = specs[0].shape
     if all(s.shape == first for s in specs):
         return first
     try:
-        return tuple(np.broadcast_shapes(*(s.shape for s in specs)))
+        return broadcast_shapes(*(s.shape for s in specs))
     except ValueError:
         raise shape_error(name, "operands could not be broadcast together", *specs) from None
 
@@ -270,7 +286,7 @@ def fits(value_shape: tuple, target: tuple) -> bool:
     while len(value_shape) > len(target) and value_shape[0] == 1:
         value_shape = value_shape[1:]
     try:
-        return np.broadcast_shapes(value_shape, target) == target
+        return broadcast_shapes(value_shape, target) == target
     except ValueError:
         return False
 
