@@ -17,9 +17,15 @@ where its locals live in the arena.
   step that reads it last, both included, so an op's output never shares bytes with its
   inputs. The arena is the end of the highest local: on a training step it comes within
   the alignment of the most bytes live at once, where slots in issue order that are
-  neither split nor merged leave holes.
+  neither split nor merged leave holes. The placement compares each local with those
+  already placed, so a segment of more than ``MAX_BY_SIZE`` locals is placed in issue
+  order instead: each local takes the best-fitting free range (free ranges split and
+  merge; the last one grows the arena).
 """
 from __future__ import annotations
+
+import bisect
+import heapq
 
 
 MAX_HOIST = 512
@@ -72,21 +78,71 @@ def _feeds_only(step, vids: set, inside: dict, uses: dict) -> bool:
         uses[vid] == inside.get(vid, 0) + 1 for vid, _ in step.outs)
 
 
+MAX_BY_SIZE = 1024
+"""Segments with more locals than this place them in issue order (``offsets``)."""
+
+
 def offsets(lives: list) -> tuple:
     """Offsets for locals living ``(first, last, size)`` (steps, bytes): no two locals
     whose lives overlap share a byte; the offsets and the arena's size."""
+    if len(lives) > MAX_BY_SIZE:
+        return _in_issue_order(lives)
     order = sorted(range(len(lives)), key=lambda k: (-lives[k][2], lives[k][0], k))
-    live_at: dict = {}   # step -> the placed locals living at it
-    placed = [0] * len(lives)
+    placed: list = []   # (first, last, offset, size) of the locals placed
+    where = [0] * len(lives)
     total = 0
     for k in order:
         first, last, size = lives[k]
-        near = {j for i in range(first, last + 1) for j in live_at.get(i, ())}
-        placed[k] = _lowest_gap(sorted((placed[j], lives[j][2]) for j in near), size)
-        total = max(total, placed[k] + size)
-        for i in range(first, last + 1):
-            live_at.setdefault(i, []).append(k)
-    return placed, total
+        taken = sorted((o, n) for f, l, o, n in placed if f <= last and first <= l)
+        where[k] = _lowest_gap(taken, size)
+        placed.append((first, last, where[k], size))
+        total = max(total, where[k] + size)
+    return where, total
+
+
+def _in_issue_order(lives: list) -> tuple:
+    """``offsets`` in issue order: each local takes the best-fitting free range, else
+    grows the arena (from a free range that ends it, if any)."""
+    free: list = []     # (offset, size), sorted, merged
+    ending: list = []   # heap of (last step, local)
+    where = [0] * len(lives)
+    total = 0
+    for k in sorted(range(len(lives)), key=lambda k: (lives[k][0], k)):
+        first, last, size = lives[k]
+        while ending and ending[0][0] < first:
+            _, j = heapq.heappop(ending)
+            _release(free, where[j], lives[j][2])
+        where[k], total = _take(free, size, total)
+        heapq.heappush(ending, (last, k))
+    return where, total
+
+
+def _release(free: list, offset: int, size: int) -> None:
+    """Put ``size`` bytes at ``offset`` back into ``free``, merged with its neighbours."""
+    i = bisect.bisect(free, (offset, size))
+    if i < len(free) and offset + size == free[i][0]:
+        size += free.pop(i)[1]
+    if i > 0 and free[i - 1][0] + free[i - 1][1] == offset:
+        offset, size = free[i - 1][0], free[i - 1][1] + size
+        free.pop(i - 1)
+        i -= 1
+    free.insert(i, (offset, size))
+
+
+def _take(free: list, size: int, total: int) -> tuple:
+    """An offset for ``size`` bytes from ``free`` (best fit, the rest stays free) or at
+    the arena's end; the offset and the arena's new size."""
+    fits = [i for i, (_, n) in enumerate(free) if n >= size]
+    if fits:
+        i = min(fits, key=lambda i: free[i][1])
+        offset, n = free.pop(i)
+        if n > size:
+            free.insert(i, (offset + size, n - size))
+        return offset, total
+    if free and free[-1][0] + free[-1][1] == total:
+        offset = free.pop()[0]
+        return offset, offset + size
+    return total, total + size
 
 
 def _lowest_gap(taken: list, size: int) -> int:

@@ -14,8 +14,12 @@ def _overlap(a, b) -> bool:
     return not (a[1] < b[0] or b[1] < a[0])
 
 
+@pytest.mark.parametrize("by_size", [True, False], ids=["by_size", "issue_order"])
 @pytest.mark.parametrize("seed", range(20))
-def test_offsets_never_share_bytes_between_locals_living_at_once(seed):
+def test_offsets_never_share_bytes_between_locals_living_at_once(seed, by_size,
+                                                                 monkeypatch):
+    if not by_size:
+        monkeypatch.setattr(memory, "MAX_BY_SIZE", 0)
     rng = np.random.default_rng(seed)
     lives = []
     for _ in range(int(rng.integers(1, 40))):
@@ -31,10 +35,20 @@ def test_offsets_never_share_bytes_between_locals_living_at_once(seed):
                 assert placed[i] + a[2] <= placed[j] or placed[j] + b[2] <= placed[i]
 
 
-def test_a_larger_local_takes_the_bytes_of_two_dead_ones():
-    # a and b die before c is made: c (as large as both) lies over them
+@pytest.mark.parametrize("by_size", [True, False], ids=["by_size", "issue_order"])
+def test_a_larger_local_takes_the_bytes_of_two_dead_ones(by_size, monkeypatch):
+    # a and b die before c is made: c (as large as both) lies over them (merged ranges)
+    if not by_size:
+        monkeypatch.setattr(memory, "MAX_BY_SIZE", 0)
     placed, total = memory.offsets([(0, 1, 256), (0, 1, 256), (2, 3, 512)])
     assert total == 512 and placed[2] == 0
+
+
+def test_many_long_lived_locals_are_placed_quickly():
+    # 20,000 locals, each living until the last step: issue order, one after the other
+    n = 20_000
+    placed, total = memory.offsets([(k, n, 256) for k in range(n)])
+    assert total == n * 256 and sorted(placed) == [256 * k for k in range(n)]
 
 
 def _updates(x, w1, w2):
