@@ -143,6 +143,9 @@ def reshape(view: tuple, dtype, shape: tuple):
     """The view ``shape`` gives without copying, by NumPy's rules; None when NumPy would
     have to copy."""
     old_shape, strides, offset = view
+    itemsize = dtype.itemsize
+    if tuple(strides) == c_strides(old_shape, itemsize) and 0 not in old_shape:
+        return shape, c_strides(shape, itemsize), offset   # C order stays C order
     try:
         probe = np.lib.stride_tricks.as_strided(_anchor(dtype), old_shape, strides)
         reshaped = probe.reshape(shape, copy=False)
