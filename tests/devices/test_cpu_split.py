@@ -35,7 +35,10 @@ FAIL_ROWS.row_split = (0,)
 
 @pytest.fixture
 def ranges_run(monkeypatch):
-    """The names of the threads that ran a row range, as the test's ops run."""
+    """The names of the threads that ran a row range, as the test's ops run; every split
+    judged paying and the helpers given ranges to run (the op's thread claims only one)."""
+    monkeypatch.setattr(cpu_split, "PAYS", 0.0)
+    monkeypatch.setattr(cpu_split, "CALLER_STEALS", False)
     names: list = []
     real = cpu_split._run_range
 
@@ -198,7 +201,7 @@ BLAS_ROWS.row_split, BLAS_ROWS.blas = (0,), True
 def test_a_split_blas_kernel_runs_each_range_on_one_blas_thread():
     splitter = cpu_split.RowSplitter("test-split")
     x = np.random.default_rng(0).standard_normal((256, 512))
-    out, counts = np.empty_like(x), []
+    out, counts = np.empty_like(x), []   # not element-wise: one range per thread
     try:
         assert splitter.run(2, BLAS_ROWS, np, [x], out, {"counts": counts})
     finally:

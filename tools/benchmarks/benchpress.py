@@ -43,6 +43,9 @@ if importlib.util.find_spec("benchpress") is None:  # the harness leaves this sc
     raise ModuleNotFoundError("No module named 'benchpress'", name="benchpress")
 
 GOALS = {"eager_median": 0.75, "eager_max": 1.2, "jit_median": 0.4}
+ONLY_VARIABLE = "MINERVA_BENCHPRESS_ONLY"
+"""An environment variable: a comma-separated list of program names runs only those
+(``MINERVA_BENCHPRESS_ONLY=gauss,lu python tools/bench.py benchpress``)."""
 THREADS = 2
 SEED = 42
 TOLERANCE = 1e-6
@@ -338,13 +341,23 @@ def _row(name: str, size: str, times: dict, last: dict) -> tuple:
              f"{ratio['minerva']:.2f}x", *jit, "yes" if not wrong else "NO"), ratio, wrong)
 
 
+def selected() -> dict:
+    """The programs to run: those ``ONLY_VARIABLE`` names (all when it is unset); a name
+    not in ``PROGRAMS`` is an error."""
+    names = [n for n in os.environ.get(ONLY_VARIABLE, "").split(",") if n]
+    unknown = sorted(set(names) - set(PROGRAMS))
+    if unknown:
+        raise ValueError(f"{ONLY_VARIABLE}: no program {unknown}; choose from {sorted(PROGRAMS)}")
+    return {n: p for n, p in PROGRAMS.items() if not names or n in names}
+
+
 @scenario("benchpress")
 def benchpress(args) -> dict:
     """Every program of ``PROGRAMS`` with NumPy, by import swap, and with its loop body
     jitted; the time ratios against NumPy and the goals of issue 26."""
     mv.set_device(mv.create_cpu_device(threads=THREADS))
     rows, eager, jitted, failed, wrong = [], {}, {}, {}, []
-    for name, program in PROGRAMS.items():
+    for name, program in selected().items():
         size = program.tiny if args.quick else program.size
         try:
             times, last = measure(name, size, args.repeat)
@@ -363,14 +376,14 @@ def benchpress(args) -> dict:
 
 
 def _report(rows, eager, jitted, failed, wrong) -> None:
-    table(f"benchpress: {len(PROGRAMS)} programs, seconds of each one's measured region "
+    table(f"benchpress: {len(rows)} programs, seconds of each one's measured region "
           f"(minerva: one CPU device of {THREADS} threads)", rows,
           ("program", "size", "numpy", "minerva", "ratio", "jit", "jit ratio", "agree"))
     for name, error in failed.items():
         print(f"  {name} fails: {error}")
     for line in wrong:
         print(f"  disagrees: {line}")
-    print(f"  {len(eager)} of {len(PROGRAMS)} run; {len(eager) - len({w.split('.')[0] for w in wrong})}"
+    print(f"  {len(eager)} of {len(rows)} run; {len(eager) - len({w.split('.')[0] for w in wrong})}"
           f" agree with NumPy (tolerance {TOLERANCE} of the scale)")
 
 
