@@ -436,6 +436,8 @@ def test_a_long_chain_is_cut_into_kernels_of_bounded_depth(runtime):
 
 def test_blocked_kernels_split_over_the_device_threads(runtime, monkeypatch):
     from minerva.device.cpu import split
+    monkeypatch.setattr(split, "PAYS", 0.0)              # every split judged paying
+    monkeypatch.setattr(split, "CALLER_STEALS", False)   # the helper runs its ranges
     ranges, real = [], split._run_range
     monkeypatch.setattr(split, "_run_range", lambda *a: (ranges.append(a[2]), real(*a)))
     mv.set_device(mv.create_cpu_device(threads=2))
@@ -453,4 +455,4 @@ def test_blocked_kernels_split_over_the_device_threads(runtime, monkeypatch):
     assert jitted.stats()["plan_bytes"] == 0
     ranges.clear()
     assert_same(f(np, a, b), jitted(mv.array(a), mv.array(b)))
-    assert len(ranges) == 2   # the replay's one kernel, cut in two row ranges
+    assert len(ranges) == 2 * split.RANGES_PER_THREAD   # the replay's one kernel, cut

@@ -108,11 +108,11 @@ class BlockedKernel:
         targets = [buffers[self.slots[k]][:count * spec.dtype.itemsize].view(spec.dtype)
                    .reshape(shape) for k, (*_, spec) in enumerate(self.program[:-1])]
         has_where = any(op.name == "where" for op, *_ in self.program)
-        return targets, np.empty(count * 8 if has_where else 0, np.uint8)
+        return targets, np.empty(count if has_where else 0, np.uint8)
 
     def _run(self, arrays, targets, masks) -> None:
         """The steps once, step ``k`` into ``targets[k]`` (``masks``: a buffer for
-        ``where``'s masks, of the output's size at 8 bytes an element)."""
+        ``where``'s masks, a byte an element of the output)."""
         registers = [*arrays, *targets, masks]
         for call in self.calls:
             call(registers)
@@ -194,22 +194,23 @@ def _reciprocal(scalar, dtype):
 
 
 def _select(masks, *arrays, out, layout):
-    """``where``'s kernel by bits: ``(x & m) | (y & ~m)`` with ``m`` all ones where the
-    condition holds (in ``masks``, a scratch buffer). A selection copies bits, so this
-    gives ``_where_impl``'s result (a masked copy) exactly, several times faster on a
-    random condition."""
+    """``where``'s kernel by bits: ``y ^ ((x ^ y) & m)`` with ``m`` all ones where the
+    condition holds (an int8 mask in ``masks``, a scratch buffer, widened with its sign by
+    the ``&``). A selection copies bits, so this gives ``_where_impl``'s result (a masked
+    copy) exactly, several times faster on a random condition."""
     given = iter(arrays)
     cond, x, y = (item if is_scalar(item) else next(given) for item in layout)
     bits = np.dtype(f"i{out.dtype.itemsize}")
-    mask = masks[:out.size * bits.itemsize].view(bits).reshape(out.shape)
-    np.subtract(np.zeros((), bits), cond, out=mask)   # 0, or all ones (-1) where cond
+    mask = masks[:out.size].view(np.int8).reshape(out.shape)
+    np.subtract(_ZERO_I8, cond, out=mask)   # 0, or all ones (-1) where cond is true
     x, y = (np.asarray(v, out.dtype).view(bits) for v in (x, y))
     picked = out.view(bits)
-    np.bitwise_and(x, mask, out=picked)
-    np.invert(mask, out=mask)
-    np.bitwise_and(y, mask, out=mask)
-    np.bitwise_or(picked, mask, out=picked)
+    np.bitwise_xor(x, y, out=picked)
+    np.bitwise_and(picked, mask, out=picked)
+    np.bitwise_xor(picked, y, out=picked)
 
+
+_ZERO_I8 = np.zeros((), np.int8)
 
 
 def _ref(ref) -> str:
