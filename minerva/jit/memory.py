@@ -27,7 +27,6 @@ from __future__ import annotations
 import bisect
 import heapq
 
-
 MAX_HOIST = 512
 """How many steps a write moves up at most (bounds the planning time of long plans)."""
 
