@@ -36,6 +36,13 @@ from minerva.device.base import detach_traceback
 from minerva.scheduler import state
 
 
+AHEAD_BYTES = 64 << 10
+"""A fresh output of an op touching more bytes than this (up to the device's
+``inline_limit``) is made on the calling thread only while no op is in flight: else the
+program runs ahead of its devices, and a buffer made now — an upload in a loop, say —
+would be held from now on rather than from when the ops before it have run."""
+
+
 def is_tiny(storages, spec, out_view, limit: int) -> bool:
     """Whether an op reading ``storages`` and writing ``spec`` (through ``out_view``, when
     it writes part of a buffer) touches at most ``limit`` bytes."""
@@ -131,7 +138,8 @@ class DirectPath:
             block, later = self._reap_locked(
                 device_id, nbytes if store.recycles and written is None else -1) \
                 if self._releases else (None, None)
-            ready = not self.closed and self.n_inflight < self.max_pending
+            ready = not self.closed and self.n_inflight < self.max_pending and (
+                total <= AHEAD_BYTES or not self.n_inflight or written is not None)
             arrays = []
             for storage in storages:   # the inputs: computed values here, no writer
                 data = storage.current

@@ -294,3 +294,26 @@ def _line_of(text: str) -> int:
     """The line of this file that starts with ``text``."""
     with open(__file__) as source:
         return next(i for i, line in enumerate(source, 1) if line.startswith(text))
+
+
+def test_a_big_fresh_output_waits_its_turn_while_ops_are_in_flight():
+    """Above ``direct.AHEAD_BYTES`` a fresh output is made on the calling thread only
+    while nothing is in flight: behind a pending op an upload of 256 KiB takes no block
+    until its turn (the program may run far ahead), a 4 KiB one is made at once."""
+    from minerva.builder import build
+    from tests.support.gates import gated_op
+    mv.init()
+    mv.set_device(mv.create_cpu_device())
+    op, gate = gated_op("test_gated_ahead")
+    pending = build(op, [mv.zeros(4)])
+    try:
+        before = mv.memory_stats(0)["in_use_bytes"]
+        small = mv.array(np.ones(512))            # 4 KiB: at once
+        made = mv.memory_stats(0)["in_use_bytes"]
+        big = mv.array(np.ones(32768)) + 1.0      # 256 KiB: queued behind the pending op
+        assert made - before == small.nbytes
+        assert small._storage.current.done and not big._storage.current.done
+    finally:
+        gate.set()
+    np.testing.assert_array_equal(big.to_numpy(timeout=WAIT), np.full(32768, 2.0))
+    pending.wait(timeout=WAIT)
