@@ -183,7 +183,8 @@ def take_direct_records() -> list:
 
 
 def report(state: "ErrState", records: list, name: str, created_at) -> None:
-    """Report what a direct op's kernel met (``take_direct_records``) (op ``name``, built at ``created_at``)."""
+    """Report what a direct op's kernel met (``take_direct_records``; op ``name``, built
+    at ``created_at``)."""
     _report(state, records, name, created_at)
 
 

@@ -10,17 +10,21 @@ storage it writes (``x += 1``, ``x[i] = v``, ``out=``) when that storage's value
 computed, read by nothing pending and held by no other storage (``state.begin_direct``).
 The result, the errors and the trace records are those of the DAG path.
 
-The common case — a fresh output of a kernel that calls no BLAS, while nothing follows
-nodes through the DAG (``hooks.wants_nodes``; the trace does not) — takes the lean path
-(``run_lean``), in one round of the engine lock: the queued handle releases are applied
-(a value that died with the output's size hands its block over: the memory in use stays
-as it was, so a trace records no free and no allocation), a block is taken without the store's out-of-memory ladder otherwise (the ladder's reclaimer
-needs the engine lock: when it would be needed the op takes the DAG path), the inputs are
-checked, the kernel runs (tiny: about a microsecond) and its output is inserted computed
-(``state.settled_value``); as nothing else can read or write meanwhile, no op node and no
-read counts are needed. The user's line is found only when it is needed: for an error, a
-floating-point warning or a trace record, while the user's call is still on the stack. ``element_now`` reads
-one element of a computed value the same way (``x[i]``).
+The common case — a fresh output, or a write into a storage whose value is computed, read
+by nothing and held by that storage alone, while nothing follows nodes through the DAG
+(``hooks.wants_nodes``; the trace does not) — takes the lean path (``run_lean``), in one
+round of the engine lock: the queued handle releases are applied (a value that died with
+the output's size hands its block over: the memory in use stays as it was, so a trace
+records no free and no allocation), a block is taken without the store's out-of-memory
+ladder otherwise (the ladder's reclaimer needs the engine lock: when it would be needed
+the op takes the DAG path), the inputs are checked, the kernel runs (with the device's
+BLAS thread count when it calls BLAS and that count is free) and its output is inserted
+computed (``state.settled_value``, ``state.settled_write``); as nothing else can read or
+write meanwhile, no op node and no read counts are needed. A fresh output of more than
+``AHEAD_BYTES`` is made so only while no op is in flight. The user's line is found only
+when it is needed: for an error, a floating-point warning, a write's version or a trace
+record, while the user's call is still on the stack. ``element_now`` reads one element of
+a computed value the same way (``x[i]``).
 """
 from __future__ import annotations
 

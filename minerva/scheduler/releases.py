@@ -44,10 +44,11 @@ class Releasing:
         return state.drain_releases(self._releases)
 
     def _reap_locked(self, device_id: int, nbytes: int):
-        """The lean path's release, under the lock: apply the queued releases in one pass; a value that died gives its block straight back to its store
-        (a store's lock is only ever taken inside the engine's, never around it) — all but
-        one block of ``nbytes`` bytes on ``device_id``, which the caller takes over as it
-        is (a free and an alloc in one step, counted by the store's ``n_recycled``).
+        """The lean path's release, under the lock: apply the queued releases in one
+        pass; a value that died gives its block straight back to its store (a store's lock
+        is only ever taken inside the engine's, never around it) — all but one block of
+        ``nbytes`` bytes on ``device_id``, which the caller takes over as it is (a free and
+        an alloc in one step, counted by the store's ``n_recycled``).
         Returns ``(that block or None, blocks to free after the lock)``: the latter those
         of values that died with cached copies, taken the general way."""
         releases, values, table = self._releases, self.dag.data, self.devices.table
