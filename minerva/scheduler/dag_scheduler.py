@@ -115,16 +115,37 @@ class DagScheduler(Engine):
     # ---- transitions ------------------------------------------------------------------
 
     def _finish(self, op, error, origin: bool) -> list:
-        """COMPLETE: settle the op, then free what died (inline: at once, after the lock;
-        queued: as DELETE tasks); the ops that became ready."""
+        """COMPLETE: settle the op, then free what died (inline: a CPU device's blocks in
+        the same round of the lock, others after it; queued: as DELETE tasks); the ops
+        that became ready."""
         with self._lock:
             ready, blocks = self._complete_locked(op, error, origin)
+            if blocks and self.inline:
+                blocks = self._free_now_locked(blocks)
         if blocks:
             if self.inline:
                 self._free_blocks(blocks)
             else:
                 self.queue.put_many(TaskKind.DELETE, blocks)
         return ready
+
+    def _free_now_locked(self, blocks: list) -> list:
+        """Return the blocks of devices that do not launch ahead (CPU devices: a store's
+        lock is only ever taken inside the engine's) to their stores now, under the lock,
+        as the lean direct path does: no second round of the lock to count them freed.
+        The others (a GPU's free may synchronize it), to free after the lock."""
+        table, later, n_freed = self.devices.table, None, 0
+        for device_id, block in blocks:
+            device = table[device_id]
+            if device.launches_ahead:
+                later = [(device_id, block)] if later is None else later + [(device_id, block)]
+            else:
+                device.free(block)
+                n_freed += 1
+        self.n_deleting -= n_freed
+        if self._n_sleepers and self._deletes_awaited():
+            self._changed.notify_all()
+        return later
 
     def _start(self, ops: list) -> None:
         """RUN ready ops: hand each to its device (inline) or queue it; a poisoned op
