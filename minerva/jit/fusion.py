@@ -32,9 +32,11 @@ LEVELS = ("none", "exact", "all")
 MAX_SIZE = 1024
 """A node whose tree written out (a shared subtree counted at each use) grows beyond this
 many operations is materialised: the compilers expand trees before sharing them again."""
-MAX_DEPTH = 128
+MAX_DEPTH = 256
 """A node whose tree is deeper than this is materialised (the compilers walk trees
-recursively: numexpr's stops near 500 levels)."""
+recursively: numexpr's compiler stops near 350 levels at the top of a stack of Python's
+default depth of 1000, and a kernel it cannot compile stays unfused; 256 levels leave
+about 280 frames to the caller and hold a 200-op chain in one kernel)."""
 MAX_LEAVES = 24
 """A node whose tree reads more inputs than this is materialised (NumPy's iterators take
 at most 64 operands)."""

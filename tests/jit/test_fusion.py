@@ -14,6 +14,7 @@ import pytest
 
 import minerva as mv
 from minerva.device.cpu import fused as cpu_fused
+from minerva.jit import fusion
 from tests.conftest import start_engine
 from tests.support.jit_fixtures import assert_same
 
@@ -430,8 +431,23 @@ def test_a_long_chain_is_cut_into_kernels_of_bounded_depth(runtime):
         got = jitted(mv.array(host))
     assert_same(f(host), got)
     kernels = jitted.fused_kernels()
-    assert sum(map(len, kernels)) == 600 and max(map(len, kernels)) <= 129
-    assert len(kernels) == 5
+    depth = fusion.MAX_DEPTH
+    assert sum(map(len, kernels)) == 600 and max(map(len, kernels)) <= depth + 1
+    assert len(kernels) == -(-600 // depth)
+
+
+def test_a_chain_of_200_levels_is_one_kernel(runtime):
+    def f(x):
+        for k in range(50):
+            x = x * 1.0001 + 0.5
+            x = abs(x) - 0.25 if k % 2 else x / 1.5 - 0.125
+        return x
+    host = np.linspace(-1, 1, 4, dtype=np.float32)
+    jitted = mv.jit(f)
+    for _ in range(2):
+        got = jitted(mv.array(host))
+    assert_same(f(host), got)
+    assert [len(k) for k in jitted.fused_kernels()] == [200]
 
 
 def test_blocked_kernels_split_over_the_device_threads(runtime, monkeypatch):
