@@ -34,15 +34,17 @@ def signature(args, device) -> tuple:
 
 
 def _array_key(i: int, x: NArray, first_on: dict) -> tuple:
-    offset = offset_of(x)
-    first, first_offset = first_on.setdefault(id(x._storage), (i, offset))
-    layout = None
-    if x._view is not None:
-        spec = x._storage.current.spec
-        layout = (x._view[1], spec.shape, spec.dtype)
-    grad = x.grad
-    return ("array", x.shape, x.dtype, x.device, layout, first, offset - first_offset,
-            None if grad is None else id(grad._storage))
+    storage, view, spec = x._storage, x._view, x._spec   # no properties: a call's cost
+    current = storage.current
+    if view is None:
+        offset, layout = 0, None
+    else:
+        offset = view[2]
+        layout = (view[1], current.spec.shape, current.spec.dtype)
+    first, first_offset = first_on.setdefault(id(storage), (i, offset))
+    grad = None if x._grad_info is None else x.grad
+    return ("array", spec.shape, spec.dtype, current.device_id, layout, first,
+            offset - first_offset, None if grad is None else id(grad._storage))
 
 
 def _check_hashable(i: int, x) -> None:
