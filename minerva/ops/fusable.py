@@ -152,6 +152,8 @@ def tree_builder(name: str, attrs: dict, in_dtypes: list, out_dtype):
         if operand not in FLOATS and name != "negative":
             return None
         return lambda args: UNARY[name](*args)
+    if name == "power_scalar" and len(in_dtypes) == 1:
+        return _power_builder(attrs, operand)
     if name.endswith("_scalar") and base in BINARY and len(in_dtypes) == 1:
         const = _scalar_const(attrs["scalar"], operand)
         if const is None:
@@ -160,6 +162,25 @@ def tree_builder(name: str, attrs: dict, in_dtypes: list, out_dtype):
             return lambda args: BINARY[base](const, args[0])
         return lambda args: BINARY[base](args[0], const)
     return None
+
+
+POWERS = {2: lambda a: Node("mul", (a, a), a.dtype), 0.5: _unary("sqrt"),
+          -1: UNARY["reciprocal"]}
+"""The float powers that fuse, by exponent: NumPy's ``power`` loop computes an array to a
+scalar power of 2, 0.5 or -1 as ``x * x``, ``sqrt(x)`` and ``1 / x`` (its fast path, NumPy
+2.x: so ``x ** 2.0``, which is ``power``, gives the bits of ``square``); other exponents
+call the C library's ``pow``, which a numexpr or CUDA kernel would not compute bitwise."""
+
+
+def _power_builder(attrs, operand):
+    """``x ** c`` of a float array ``x`` for a scalar ``c`` of ``POWERS`` (not ``c ** x``)."""
+    if attrs["reverse"] or operand not in FLOATS:
+        return None
+    const = _scalar_const(attrs["scalar"], operand)
+    if const is None or const.value.item() not in POWERS:
+        return None
+    build = POWERS[const.value.item()]
+    return lambda args: build(args[0])
 
 
 def _allowed(name: str, dtype) -> bool:

@@ -472,3 +472,41 @@ def test_blocked_kernels_split_over_the_device_threads(runtime, monkeypatch):
     ranges.clear()
     assert_same(f(np, a, b), jitted(mv.array(a), mv.array(b)))
     assert len(ranges) == 2 * split.RANGES_PER_THREAD   # the replay's one kernel, cut
+
+
+def rosenbrock(ns, x):
+    """Benchpress's rosenbrock sum's terms: ``x ** 2.0`` is ``power``."""
+    return (1 - x[:-1]) ** 2.0 + 100 * (x[1:] - x[:-1] ** 2.0) ** 2.0
+
+
+@pytest.mark.parametrize("n", [SHAPE[0] * SHAPE[1], BIG[0] * BIG[1]],
+                         ids=["numexpr", "blocked"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("level", ["exact", "all"])
+def test_powers_of_2_half_and_minus_one_fuse_bitwise(runtime, n, dtype, level):
+    rng = np.random.default_rng(3)
+    host = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(dtype)
+    host[:4] = [0.0, -0.0, -1.5, 1e-30]
+
+    def f(ns, x):
+        return (rosenbrock(ns, x) + ns.power(abs(x[1:]), 0.5)
+                - ns.power(x[1:], -1.0) * 0.25 + ns.power(x[1:], 2))
+    jitted = mv.jit(lambda x: f(mv, x), fuse=level)
+    with np.errstate(all="ignore"):
+        want = f(np, host)
+        for _ in range(2):
+            got = jitted(mv.array(host))
+        assert_same(want, got)
+    (ops,) = jitted.fused_kernels()
+    assert ops.count("power_scalar") == 6 and len(ops) == jitted.stats()["n_ops"]
+
+
+def test_other_powers_and_mixed_dtypes_stay_unfused(runtime):
+    host = np.linspace(0.5, 2, 12, dtype=np.float32)
+    for f in (lambda x: (x * 2.0) ** 3.0 + 1.0, lambda x: 2.0 ** (x * 2.0) + 1.0,
+              lambda x: (x * 2.0) ** np.float64(2.0) + 1.0):
+        jitted = mv.jit(f)
+        for _ in range(2):
+            got = jitted(mv.array(host))
+        assert_same(f(host), got)
+        assert all("power_scalar" not in ops for ops in jitted.fused_kernels())

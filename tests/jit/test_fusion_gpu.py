@@ -81,3 +81,20 @@ def test_integer_and_comparison_kernels_on_the_double(layer):
     (kernel,) = layer.kernels
     assert "mv_i32(2LL)" in kernel.operation and "mv_gt(" in kernel.operation
     assert jitted.stats()["n_fused"] == 5
+
+
+@pytest.mark.parametrize("level", ["exact", "all"])
+def test_powers_fuse_on_a_gpu_at_level_all_only(layer, level):
+    def f(x):
+        return (1.0 - x) ** 2.0 + x * 3.0
+    host = np.linspace(-2, 2, 24)
+    jitted = mv.jit(f, fuse=level)
+    for _ in range(2):
+        got = jitted(mv.array(host))
+    assert_same(f(host), got)
+    if level == "all":   # x ** 2.0 is written x * x
+        (kernel,) = layer.kernels
+        assert kernel.operation.count("mv_mul(") == 2
+        assert jitted.stats()["n_fused"] == 4
+    else:                # CuPy's eager power calls CUDA's pow: the steps stay unfused
+        assert jitted.stats()["n_fused"] == 0 and not layer.kernels

@@ -83,9 +83,18 @@ def backend(device):
         """The kernel of ``spec``; NotImplementedError when its steps stay unfused."""
         if spec.level == "exact" and not spec.exact:
             raise NotImplementedError("CUDA's transcendental functions are not NumPy's")
+        if spec.level == "exact" and _holds_power(spec):
+            raise NotImplementedError("CuPy's eager power calls CUDA's pow")
         return CudaKernel(spec.tree, spec.in_dtypes, spec.out_spec.dtype, layer)
     compile_kernel.exact = lambda out_spec: False
     return compile_kernel
+
+
+def _holds_power(spec) -> bool:
+    """Whether a kernel holds a ``power`` step (``fusable.POWERS``: ``x ** 2.0`` as ``x *
+    x``), which is NumPy's result but maybe not CuPy's, whose eager ``power`` calls CUDA's
+    ``pow`` (so it fuses on a GPU at level "all" only)."""
+    return any(op_def.name == "power_scalar" for op_def, *_ in spec.program)
 
 
 def body_of(tree) -> str:
