@@ -302,7 +302,7 @@ def test_a_big_fresh_output_waits_its_turn_while_ops_are_in_flight():
     until its turn (the program may run far ahead), a 4 KiB one is made at once."""
     from minerva.builder import build
     from tests.support.gates import gated_op
-    mv.init()
+    mv.init(inline_bytes=1 << 20)
     mv.set_device(mv.create_cpu_device())
     op, gate = gated_op("test_gated_ahead")
     pending = build(op, [mv.zeros(4)])
@@ -311,8 +311,8 @@ def test_a_big_fresh_output_waits_its_turn_while_ops_are_in_flight():
         small = mv.array(np.ones(512))            # 4 KiB: at once
         made = mv.memory_stats(0)["in_use_bytes"]
         big = mv.array(np.ones(32768)) + 1.0      # 256 KiB: queued behind the pending op
-        assert made - before == small.nbytes
         assert small._storage.current.done and not big._storage.current.done
+        assert small.nbytes <= made - before < 32768 * 8
     finally:
         gate.set()
     np.testing.assert_array_equal(big.to_numpy(timeout=WAIT), np.full(32768, 2.0))
