@@ -18,7 +18,8 @@ from minerva.ops import views
 def getitem(x: NArray, key):
     """``x[key]``: a field (or fields) of a structured array for a field name (or a list
     of names), else ``indexing.getitem``."""
-    if type(key) is str or _names(key):
+    kind = type(key)
+    if kind is not int and (kind is str or _names(key)):
         return field_view(x, key)
     return indexing.getitem(x, key)
 

@@ -44,10 +44,12 @@ def getitem(x: NArray, key):
     """``x[key]``: a view for basic indices, a gathered copy for advanced ones; one element
     picked by integers is NumPy's scalar, read at once when the value is computed on a CPU
     device and nothing records (autograd, jit), else a lazy one."""
+    spec = x._spec
     at_once = not SEAM.hooks and HOST_READS.refuse is None \
-        and x._spec.dtype.kind in _COPIED_SCALARS   # see ``element_now``
-    if at_once and type(key) is int and len(x._spec.shape) == 1:   # x[i]: the common case
-        element = x._storage.engine.element_now(x._storage, x._view, key)
+        and spec.dtype.kind in _COPIED_SCALARS   # see ``element_now``
+    if type(key) is int and at_once and len(spec.shape) == 1:   # x[i]: the common case
+        storage = x._storage
+        element = storage.engine.element_now(storage, x._view, key)
         if element is not None:
             return element
     items = key if type(key) is tuple else (key,)
