@@ -95,22 +95,22 @@ class SegmentRun:
         """Whether a replay of this segment may run at once on the calling thread of
         ``device`` (``Engine.run_nested_now``): its values total at most the device's
         ``inline_limit`` bytes, it has at most ``NOW_STEPS`` steps (and ``NOW_WORK``
-        bytes times steps), and none goes
-        through the device's kernel runner (a BLAS call, a kernel cut into row ranges:
+        bytes times steps), and none goes through the device's kernel runner (a BLAS call, a kernel cut into row ranges:
         they may wait for threads, which must not happen under the engine lock)."""
-        routes = self._routes
-        if routes is None or routes[0] is not device \
-                or routes[1] != (getattr(device, "threads", None), device.inline_limit):
-            routes = self._route(device)
-        return routes[3]
+        return self._routes_on(device)[3]
 
     def _routed(self, device) -> list:
         """Per step, whether ``device`` runs it through its kernel runner."""
+        return self._routes_on(device)[2]
+
+    def _routes_on(self, device) -> tuple:
+        """The routes of ``device`` (``_route``), kept while its threads and inline
+        limit stay the same."""
         routes = self._routes
         if routes is None or routes[0] is not device \
                 or routes[1] != (getattr(device, "threads", None), device.inline_limit):
             routes = self._route(device)
-        return routes[2]
+        return routes
 
     def _route(self, device) -> tuple:
         flags = []

@@ -6,7 +6,6 @@ devices; big replays and replays of pending inputs still go to the device's thre
 from __future__ import annotations
 
 import gc
-import json
 import os
 import threading
 import warnings
@@ -22,7 +21,7 @@ from minerva.ops import registry
 from tests.conftest import assert_settled, start_engine
 from tests.support.gates import gated_op
 from tests.support.jit_fixtures import assert_same
-from tests.support.trace_checks import check_chrome_trace, op_slices
+from tests.support.trace_checks import traced_replays
 
 HERE = os.path.basename(__file__)
 THREADS: list = []
@@ -324,14 +323,8 @@ def test_a_trace_shows_a_replay_on_the_callers_track_with_its_steps(engine, tmp_
     jitted = mv.jit(lambda x: (x * 2.0 + 1.0) * x, fuse=False)
     x = mv.ones(4)
     jitted(x).wait(timeout=30)
-    mv.profiler.start(str(tmp_path / "t.json"))
-    for _ in range(3):
-        jitted(x)
-    mv.wait_for_all(timeout=30)
-    with open(mv.profiler.stop(), encoding="utf-8") as path:
-        trace = json.load(path)
-    check_chrome_trace(trace)
-    replays = [e for e in op_slices(trace) if e["args"]["op"] == "jit_replay"]
+    trace, replays = traced_replays(lambda: [jitted(x) for _ in range(3)],
+                                    str(tmp_path / "t.json"))
     assert len(replays) == 3
     assert all(e["args"]["created_at"].startswith(HERE + ":") for e in replays)
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]

@@ -6,7 +6,6 @@ calls inside autograd recordings and other jitted functions; a new runtime."""
 from __future__ import annotations
 
 import gc
-import json
 import os
 import time
 
@@ -19,7 +18,7 @@ from tests.support.jit_fixtures import assert_same
 from minerva.builder import build
 from minerva.current import get_system
 from minerva.ops import registry
-from tests.support.trace_checks import check_chrome_trace, op_slices
+from tests.support.trace_checks import traced_replays
 from tests.support.gates import gated_op
 
 HERE = os.path.basename(__file__)
@@ -201,15 +200,9 @@ def test_a_trace_shows_one_jit_replay_slice_per_segment_replay(engine, tmp_path)
         return z * y
     jitted = mv.jit(f)
     x = mv.ones(4)
-    jitted(x).wait()
-    mv.profiler.start(str(tmp_path / "t.json"))
-    for _ in range(3):
-        jitted(x)
-    mv.wait_for_all(timeout=30)
-    with open(mv.profiler.stop(), encoding="utf-8") as path:
-        trace = json.load(path)
-    check_chrome_trace(trace)
-    replays = [e for e in op_slices(trace) if e["args"]["op"] == "jit_replay"]
+    jitted(x).wait(timeout=30)
+    _, replays = traced_replays(lambda: [jitted(x) for _ in range(3)],
+                                str(tmp_path / "t.json"))
     assert len(replays) == 3 * jitted.stats()["n_segments"] == 9
     assert all(e["args"]["created_at"].startswith(HERE + ":") for e in replays)
     assert len({e["pid"] for e in replays}) == 2   # one track per device

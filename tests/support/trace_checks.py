@@ -105,3 +105,19 @@ def op_slices(trace: dict) -> list[dict]:
     return sorted((e for e in trace["traceEvents"]
                    if e["ph"] == "X" and e.get("cat") in ("op", "copy")),
                   key=lambda e: e["ts"])
+
+
+def traced_replays(run, path: str) -> tuple[dict, list]:
+    """``(trace, its jit_replay slices)`` of ``run()`` (the caller's calls of a jitted
+    function, so that their lines are the caller's) traced into ``path``, waited for and
+    the trace checked."""
+    import json
+
+    import minerva as mv
+    mv.profiler.start(path)
+    run()
+    mv.wait_for_all(timeout=30)
+    with open(mv.profiler.stop(), encoding="utf-8") as written:
+        trace = json.load(written)
+    check_chrome_trace(trace)
+    return trace, [e for e in op_slices(trace) if e["args"]["op"] == "jit_replay"]
