@@ -18,6 +18,8 @@ module's attributes (``ufuncs.add``).
 """
 from __future__ import annotations
 
+import dis
+import sys
 import types
 
 import numpy as np
@@ -25,7 +27,7 @@ import numpy as np
 from minerva.api.core import comparisons, ufunc_keywords
 from minerva.api.core.powers import fast_power
 from minerva.api.core.ufunc_methods import UfuncMethodError, methods_of
-from minerva.builder import build, to_narray
+from minerva.builder import SEAM, build, to_narray
 from minerva.narray import NArray
 from minerva.ops import registry
 from minerva.ops.dtypes import NUMERIC_KINDS, is_scalar
@@ -77,16 +79,61 @@ def unary_op(name: str, x, out=None):
 
 # ---- the operators of NArray (``x + y``, ``x += y``, ``x < y``, ``-x``) ----------------------
 
+ELIDE_BYTES = 256 << 10
+"""From this size (NumPy's own threshold) an operator's result goes into the buffer of
+its left operand when that operand is a temporary of the user's expression (``_dying``),
+as NumPy elides temporaries: ``(a + b) * c`` writes the product into the sum's buffer, still
+in the cache, instead of a fresh one. Same kernels, same bits."""
+
+_BINARY_OP = dis.opmap.get("BINARY_OP")
+_ELIDES = sys.implementation.name == "cpython" and sys.version_info[:2] == (3, 11)
+"""Temporaries are told by their reference counts, which differ between interpreters:
+checked on CPython 3.11 only (elsewhere every result is fresh)."""
+
+
+def _dying(x: NArray) -> bool:
+    """Whether ``x``, the left operand of an operator method that called this, is held by
+    nothing but the interpreter's stack of the user's ``BINARY_OP``: no name, container,
+    view or recording holds it or its storage, so it dies when the operator returns.
+    (The references counted: the stack's, the method's ``self``, this function's ``x`` and
+    ``getrefcount``'s argument.)"""
+    if not _ELIDES or x._view is not None or x._readonly or x._numpy_scalar \
+            or x._grad_info is not None or SEAM.hooks:
+        return False
+    if sys.getrefcount(x) != 4 or sys.getrefcount(x._storage) != 2:
+        return False
+    caller = sys._getframe(2)
+    return caller.f_code.co_code[caller.f_lasti] == _BINARY_OP
+
+
+def _into_dying(op_def, inputs: list, attrs: dict):
+    """``op_def`` over ``inputs`` written into its first input, a dying temporary, when
+    the result has its shape and dtype (an element-wise op reading exactly what it writes);
+    else a fresh result."""
+    target = inputs[0]
+    (spec,) = op_def.infer(*[x._spec for x in inputs], **attrs)
+    if spec.shape == target._spec.shape and spec.dtype == target._spec.dtype:
+        return build(op_def, inputs, attrs, out=target)
+    return build(op_def, inputs, attrs)
+
+
 def operator_method(name: str):
     """NArray's operator method for ufunc ``name`` (``__add__`` for ``add``): ``x <op> y``
-    with a Python scalar, an NArray, or anything ``binary_op`` takes."""
+    with a Python scalar, an NArray, or anything ``binary_op`` takes; into ``x``'s buffer
+    when ``x`` is a big temporary (``ELIDE_BYTES``)."""
     op, scalar_op = registry.get(name), registry.get(name + "_scalar")
+    elides = op.elementwise and scalar_op.elementwise
 
     def method(self, other):
         kind = type(other)
         if kind is float or kind is int:  # the common cases, without a detour
-            return build(scalar_op, [self], {"scalar": other, "reverse": False})
+            attrs = {"scalar": other, "reverse": False}
+            if elides and self._spec.nbytes >= ELIDE_BYTES and _dying(self):
+                return _into_dying(scalar_op, [self], attrs)
+            return build(scalar_op, [self], attrs)
         if kind is NArray:
+            if elides and self._spec.nbytes >= ELIDE_BYTES and _dying(self):
+                return _into_dying(op, [self, other], {})
             return build(op, [self, other])
         return binary_op(name, self, other)
     return method
