@@ -41,19 +41,31 @@ def test_a_temporary_takes_the_result_and_the_values_are_numpys(operands):
         np.testing.assert_array_equal(x.to_numpy(timeout=WAIT), h)
 
 
+def test_a_temporary_on_the_right_or_under_a_reflected_operator_takes_it(operands):
+    (ha, hb, hc), (a, b, c) = operands
+    mv.wait_for_all(timeout=WAIT)
+    before = _allocs()
+    got = 2.0 - (c - (a / (b * 0.5)))   # each right operand a temporary; 2.0 - t reflected
+    mv.wait_for_all(timeout=WAIT)
+    assert _allocs() - before == 1
+    np.testing.assert_array_equal(got.to_numpy(timeout=WAIT), 2.0 - (hc - (ha / (hb * 0.5))))
+
+
 def test_what_a_name_a_container_or_a_view_holds_is_never_written(operands):
     (ha, hb, _), (a, b, _) = operands
     named = a + b
     kept = [a * 2.0]
     base = a - b
     view = base[1:]
-    results = [named + 1.0, kept[0] + 1.0, base * 3.0, a + 0.0]
+    results = [named + 1.0, kept[0] + 1.0, base * 3.0, a + 0.0, 1.0 - named, b - named]
     np.testing.assert_array_equal(named.to_numpy(timeout=WAIT), ha + hb)
     np.testing.assert_array_equal(kept[0].to_numpy(timeout=WAIT), ha * 2.0)
     np.testing.assert_array_equal(view.to_numpy(timeout=WAIT), (ha - hb)[1:])
     np.testing.assert_array_equal(a.to_numpy(timeout=WAIT), ha)
-    for got, expected in zip(results, [ha + hb + 1.0, ha * 2.0 + 1.0, (ha - hb) * 3.0, ha]):
-        np.testing.assert_array_equal(got.to_numpy(timeout=WAIT), expected)
+    expected = [ha + hb + 1.0, ha * 2.0 + 1.0, (ha - hb) * 3.0, ha, 1.0 - (ha + hb),
+                hb - (ha + hb)]
+    for got, value in zip(results, expected):
+        np.testing.assert_array_equal(got.to_numpy(timeout=WAIT), value)
     assert all(r is not x for r, x in zip(results, (named, kept[0], base, a)))
 
 

@@ -81,7 +81,7 @@ def unary_op(name: str, x, out=None):
 
 ELIDE_BYTES = 256 << 10
 """From this size (NumPy's own threshold) an operator's result goes into the buffer of
-its left operand when that operand is a temporary of the user's expression (``_dying``),
+an operand that is a temporary of the user's expression (``_dying``),
 as NumPy elides temporaries: ``(a + b) * c`` writes the product into the sum's buffer, still
 in the cache, instead of a fresh one. Same kernels, same bits."""
 
@@ -92,7 +92,7 @@ checked on CPython 3.11 only (elsewhere every result is fresh)."""
 
 
 def _dying(x: NArray) -> bool:
-    """Whether ``x``, the left operand of an operator method that called this, is held by
+    """Whether ``x``, an operand of the operator method that called this, is held by
     nothing but the interpreter's stack of the user's ``BINARY_OP``: no name, container,
     view or recording holds it or its storage, so it dies when the operator returns.
     (The references counted: the stack's, the method's ``self``, this function's ``x`` and
@@ -106,11 +106,10 @@ def _dying(x: NArray) -> bool:
     return caller.f_code.co_code[caller.f_lasti] == _BINARY_OP
 
 
-def _into_dying(op_def, inputs: list, attrs: dict):
-    """``op_def`` over ``inputs`` written into its first input, a dying temporary, when
-    the result has its shape and dtype (an element-wise op reading exactly what it writes);
-    else a fresh result."""
-    target = inputs[0]
+def _into_dying(op_def, inputs: list, attrs: dict, target: NArray):
+    """``op_def`` over ``inputs`` written into ``target``, one of them and a dying
+    temporary, when the result has its shape and dtype (an element-wise op reading exactly
+    what it writes); else a fresh result."""
     (spec,) = op_def.infer(*[x._spec for x in inputs], **attrs)
     if spec.shape == target._spec.shape and spec.dtype == target._spec.dtype:
         return build(op_def, inputs, attrs, out=target)
@@ -119,8 +118,8 @@ def _into_dying(op_def, inputs: list, attrs: dict):
 
 def operator_method(name: str):
     """NArray's operator method for ufunc ``name`` (``__add__`` for ``add``): ``x <op> y``
-    with a Python scalar, an NArray, or anything ``binary_op`` takes; into ``x``'s buffer
-    when ``x`` is a big temporary (``ELIDE_BYTES``)."""
+    with a Python scalar, an NArray, or anything ``binary_op`` takes; into the buffer of
+    ``x`` or ``y`` when it is a big temporary (``ELIDE_BYTES``)."""
     op, scalar_op = registry.get(name), registry.get(name + "_scalar")
     elides = op.elementwise and scalar_op.elementwise
 
@@ -129,11 +128,14 @@ def operator_method(name: str):
         if kind is float or kind is int:  # the common cases, without a detour
             attrs = {"scalar": other, "reverse": False}
             if elides and self._spec.nbytes >= ELIDE_BYTES and _dying(self):
-                return _into_dying(scalar_op, [self], attrs)
+                return _into_dying(scalar_op, [self], attrs, self)
             return build(scalar_op, [self], attrs)
         if kind is NArray:
-            if elides and self._spec.nbytes >= ELIDE_BYTES and _dying(self):
-                return _into_dying(op, [self, other], {})
+            if elides:
+                if self._spec.nbytes >= ELIDE_BYTES and _dying(self):
+                    return _into_dying(op, [self, other], {}, self)
+                if other._spec.nbytes >= ELIDE_BYTES and _dying(other):
+                    return _into_dying(op, [self, other], {}, other)
             return build(op, [self, other])
         return binary_op(name, self, other)
     return method
@@ -172,8 +174,15 @@ def power_method(in_place: bool = False):
 
 
 def reflected_method(name: str):
-    """NArray's reflected operator for ufunc ``name`` (``__radd__``: ``other + x``)."""
+    """NArray's reflected operator for ufunc ``name`` (``__radd__``: ``other + x``); with
+    a Python scalar, into ``x``'s buffer when ``x`` is a big temporary."""
+    scalar_op = registry.get(name + "_scalar")
+
     def method(self, other):
+        kind = type(other)
+        if (kind is float or kind is int) and scalar_op.elementwise \
+                and self._spec.nbytes >= ELIDE_BYTES and _dying(self):
+            return _into_dying(scalar_op, [self], {"scalar": other, "reverse": True}, self)
         return binary_op(name, self, other, reverse=True)
     return method
 
