@@ -31,11 +31,12 @@ from minerva.dag.nodes import FAILED, LAUNCHED, Storage
 from minerva.scheduler import state
 from minerva.scheduler.direct import DirectPath
 from minerva.scheduler.lifecycle import Lifecycle
+from minerva.scheduler.nested import NestedNow
 from minerva.scheduler.releases import Releasing
 from minerva.scheduler.waiting import Waiting
 
 
-class Engine(DirectPath, Releasing, Waiting, Lifecycle):
+class Engine(DirectPath, NestedNow, Releasing, Waiting, Lifecycle):
     """Base of the DAG scheduler and the naive engine; subclasses decide *when* ops run
     (``_start``). ``copy_op`` is the op definition of a copy (the engine inserts copies of
     inputs that live on another device, and copies on write)."""

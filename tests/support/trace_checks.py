@@ -3,7 +3,10 @@ each event, slices properly nested on every track, flows bound to existing slice
 both ends, counters never negative. ``check_chrome_trace`` returns the slices by track."""
 from __future__ import annotations
 
+import json
 import numbers
+
+import minerva as mv
 
 PHASES = {"X", "M", "C", "s", "f", "i"}
 
@@ -111,9 +114,6 @@ def traced_replays(run, path: str) -> tuple[dict, list]:
     """``(trace, its jit_replay slices)`` of ``run()`` (the caller's calls of a jitted
     function, so that their lines are the caller's) traced into ``path``, waited for and
     the trace checked."""
-    import json
-
-    import minerva as mv
     mv.profiler.start(path)
     run()
     mv.wait_for_all(timeout=30)

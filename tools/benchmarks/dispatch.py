@@ -201,7 +201,7 @@ def _op_pieces() -> list[tuple[str, float]]:
         with lock:
             pass
 
-    def kernel_under_errstate():   # as the lean path runs it (direct._run_kernel)
+    def kernel_under_errstate():   # as the lean path runs it (direct.run_kernel)
         errstate = fp_errors.caller_state()
         token = fp_errors.DIRECT.set(errstate.direct)
         try:
