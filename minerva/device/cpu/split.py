@@ -16,8 +16,9 @@ one after the other rather than side by side (their threads' CPU time over the s
 wall time below ``PAYS``: the helpers found no free core), the next element-wise and
 row-split kernels run whole for a while (``_Gauge``: 1, 2, 4 ... up to ``MAX_SKIP``
 kernels, then a split probes again). Splitting or not never changes their numbers; a
-``row_sum`` kernel, whose sum does depend on its ranges, is always split by the same
-rule (its size).
+``row_sum`` kernel, whose sum does depend on its ranges, and a kernel that calls BLAS,
+whose numbers depend on its BLAS thread count (one a range, the device's whole), are
+always split by the same rule (their size).
 
 An op is row-split when its ``OpDef.row_split`` names the inputs whose axis 0 is the
 output's axis 0 (output row ``i`` depends only on row ``i`` of those and on the whole of
@@ -276,7 +277,7 @@ class RowSplitter:
         if threads < 2 or not BLAS.per_thread:
             return False
         cut = _row_cut(op_def, arrays, out)
-        if cut is None or not (op_def.row_sum or self.gauge.wanted()):
+        if cut is None or not (op_def.row_sum or op_def.blas or self.gauge.wanted()):
             return False
         n_rows = arrays[cut[0]].shape[0]
         if op_def.blas:
