@@ -266,13 +266,15 @@ class PooledDataStore(DataStore):
             return block, self._record_alloc(block)
 
     def _flush_recent(self) -> None:
-        """Return every recent block to the arena (merged with its free neighbours)."""
+        """Return every recent block to the arena (merged with its free neighbours); the
+        stacks go too, so a program whose sizes keep changing (gauss's shrinking rows) does
+        not walk the empty stacks of every size it ever freed at each flush."""
         if self._recent_bytes:
             give_back = self._arena.give_back
             for stack in self._recent.values():
                 for block in stack:
                     give_back(block)
-                stack.clear()
+            self._recent.clear()
             self._recent_bytes = 0
 
     def _cached_bytes(self) -> int:
