@@ -175,6 +175,14 @@ a direct op's kernel (see ``caller_state``)."""
 DIRECT_RECORDS = _DIRECT
 
 
+EXTOBJ = _EXTOBJ
+"""NumPy's error-state context variable (None on a NumPy without one), for the C lean
+path (``minerva.api.core.lean``), which sets it around a kernel as ``DIRECT`` does."""
+DECODED = _DECODED
+"""Captured error states and their ``ErrState`` (``caller_state``'s cache), which the C
+lean path reads; a state not in it yet is decoded by the Python path."""
+
+
 def take_direct_records() -> list:
     """What the last direct op's kernel met (for ``report``); the list is emptied."""
     records = _DIRECT[:]

@@ -80,6 +80,7 @@ def _binary_impl(name):
         except KeyError:
             kernel = kernels[xp] = getattr(xp, name)
         kernel(a, b, out=out)
+    impl.kernel_name = name   # the C lean path calls ``numpy.<name>`` as this does
     return impl
 
 
@@ -115,6 +116,7 @@ def _scalar_impl(name):
             kernel(scalar, a, out=out)
         else:
             kernel(a, scalar, out=out)
+    impl.kernel_name = name   # the C lean path calls ``numpy.<name>`` as this does
     return impl
 
 

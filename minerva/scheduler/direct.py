@@ -209,7 +209,7 @@ class DirectPath:
                 if traced:
                     traced = (started, [storage.current for storage in storages], exc)
                 if exc is not None:
-                    out.error = _direct_error(op_def, exc, out.node_id, device)
+                    out.error = direct_error(op_def, exc, out.node_id, device)
                     self._failures.append(out.error)
             if blas:
                 device.release_blas()
@@ -300,7 +300,7 @@ class DirectPath:
         return result
 
 
-def _direct_error(op_def, exc, node_id: int, device) -> OpError:
+def direct_error(op_def, exc, node_id: int, device) -> OpError:
     """The OpError of a direct op that raised ``exc``, naming the user's line (still on
     the stack)."""
     return OpError.from_failure(exc, op=op_def.name, node_id=node_id,

@@ -24,7 +24,7 @@ import types
 
 import numpy as np
 
-from minerva.api.core import comparisons, ufunc_keywords
+from minerva.api.core import comparisons, lean, ufunc_keywords
 from minerva.api.core.powers import fast_power
 from minerva.api.core.ufunc_methods import UfuncMethodError, methods_of
 from minerva.builder import SEAM, build, to_narray
@@ -84,6 +84,7 @@ ELIDE_BYTES = 256 << 10
 an operand that is a temporary of the user's expression (``_dying``),
 as NumPy elides temporaries: ``(a + b) * c`` writes the product into the sum's buffer, still
 in the cache, instead of a fresh one. Same kernels, same bits."""
+lean.configure(ELIDE_BYTES)
 
 _BINARY_OP = dis.opmap.get("BINARY_OP")
 _ELIDES = sys.implementation.name == "cpython" and sys.version_info[:2] == (3, 11)
@@ -138,7 +139,7 @@ def operator_method(name: str):
                     return _into_dying(op, [self, other], {}, other)
             return build(op, [self, other])
         return binary_op(name, self, other)
-    return method
+    return lean.operator(method, op, scalar_op, elides)
 
 
 def comparison_method(name: str):

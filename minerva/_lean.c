@@ -1,0 +1,1268 @@
+/* minerva._lean: the lean direct path of a tiny operator in C (optional).
+ *
+ * An NArray operator (`x + 1.0`, `x * y`) whose operands are computed, whole (no view),
+ * on a CPU device, small enough to run on the calling thread, while nothing listens at
+ * the op-building seam and no trace records, runs here from the operator's slot to the
+ * result handle: the shape rule from a cache, one round of the engine lock (queued
+ * releases applied, a dead value's block handed over), the NumPy ufunc called into the
+ * output block, the output value inserted computed, the handle made. It is the Python
+ * lean path (`minerva.scheduler.direct.DirectPath.run_lean` called from
+ * `minerva.builder.build`) step for step; whatever it does not cover it hands to the
+ * Python operator it wraps, before it has changed anything. `minerva.api.core.lean`
+ * configures it with the runtime's classes and constants; MINERVA_ACCEL=0 turns it off.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+/* an exception held aside (Python 3.11 has no PyErr_GetRaisedException) */
+typedef struct { PyObject *type, *value, *tb; } Held;
+#define HOLD(h) PyErr_Fetch(&(h).type, &(h).value, &(h).tb)
+#define HELD(h) ((h).type != NULL)
+#define RESTORE(h) PyErr_Restore((h).type, (h).value, (h).tb)
+
+/* ---- what `configure` hands over ------------------------------------------------- */
+
+static PyTypeObject *NArrayType, *StorageType, *DataNodeType, *SpecType, *BlockType;
+static PyObject *Runtime;          /* minerva.current.Runtime (its `system`) */
+static PyObject *Seam;             /* minerva.builder.SEAM (its `hooks`, per thread) */
+static PyObject *NewNodeId;        /* minerva.dag.nodes.new_node_id */
+static PyObject *ExtObj;           /* NumPy's error-state context variable */
+static PyObject *Decoded;          /* fp_errors._DECODED: captured -> (ErrState, captured) */
+static PyObject *DirectRecords;    /* fp_errors.DIRECT_RECORDS (a list) */
+static PyObject *Numpy;            /* the numpy module (a CPU device's xp) */
+static PyObject *Failed;           /* lean.failed(engine, op_def, spec, device, block, target, exc) */
+static PyObject *Reported;         /* lean.reported(errstate, op_def) */
+static PyObject *NumericKinds;     /* "biufc" */
+static long Completed;             /* the COMPLETED state */
+static Py_ssize_t AheadBytes, ElideBytes;
+static PyObject *Zero, *One, *CompletedObj, *KwOut;
+
+/* slot offsets, read off the classes' member descriptors */
+enum { A_STORAGE, A_VIEW, A_SPEC, A_GRAD, A_READONLY, A_OWNDATA, A_SCALAR, A_BASE, A_N };
+static const char *ArraySlots[A_N] = {"_storage", "_view", "_spec", "_grad_info",
+                                      "_readonly", "_owndata", "_numpy_scalar", "_base"};
+enum { S_CURRENT, S_ENGINE, S_N };
+static const char *StorageSlots[S_N] = {"current", "engine"};
+enum { D_NODE_ID, D_SPEC, D_DEVICE_ID, D_PRODUCER, D_STATE, D_RC, D_EXTERN_RC,
+       D_WAITING, D_COPIES, D_COPY_OF, D_BASE, D_WRITER, D_WRITER_REFS, D_STORAGE_ID,
+       D_VERSION, D_BLOCK, D_ARRAY, D_ERROR, D_WAITER, D_DEAD, D_CREATED_AT, D_N };
+static const char *DataSlots[D_N] = {
+    "node_id", "spec", "device_id", "producer", "state", "rc", "extern_rc", "waiting_ops",
+    "copies", "copy_of", "base", "writer", "writer_refs", "storage_id", "version", "block",
+    "array", "error", "waiter", "dead", "created_at"};
+enum { P_SHAPE, P_DTYPE, P_NBYTES, P_N };
+static const char *SpecSlots[P_N] = {"shape", "dtype", "nbytes"};
+enum { B_NBYTES, B_LABEL, B_VIEW_KEY, B_VIEW, B_N };
+static const char *BlockSlots[B_N] = {"nbytes", "label", "view_key", "view"};
+
+static Py_ssize_t ArrayOff[A_N], StorageOff[S_N], DataOff[D_N], SpecOff[P_N], BlockOff[B_N];
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* interned attribute names */
+static PyObject *s_system, *s_hooks, *s_engine, *s_local, *s_device, *s_devices, *s_table,
+    *s_tiny_inline, *s_blas, *s_wants_nodes, *s_active, *s_inline_limit, *s_store, *s_xp,
+    *s_lock, *s_releases, *s_closed, *s_n_inflight, *s_max_pending, *s_recycles,
+    *s_reap_locked, *s_delete_locked, *s_popleft, *s_appendleft, *s_append,
+    *s_kicks_releases, *s_release_posted, *s_kick_releases, *s_free, *s_cancelled, *s_alloc_array, *s_array, *s_n_recycled,
+    *s_dag, *s_data, *s_n_completed_total, *s_free_blocks, *s_quiet, *s_direct, *s_infer,
+    *s_acquire, *s_release, *s_scalar, *s_reverse, *s_kind;
+
+/* Set `*obj` to the slot at `off`, or fail when the slot is empty. */
+static int
+slot_offsets(PyTypeObject *type, const char **names, Py_ssize_t *offsets, int n)
+{
+    for (int i = 0; i < n; i++) {
+        PyObject *descr = PyDict_GetItemString(type->tp_dict, names[i]);
+        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", type->tp_name, names[i]);
+            return -1;
+        }
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != T_OBJECT_EX) {
+            PyErr_Format(PyExc_TypeError, "%s.%s is not an object slot", type->tp_name,
+                         names[i]);
+            return -1;
+        }
+        offsets[i] = member->offset;
+    }
+    return 0;
+}
+
+/* ---- the shape rule's cache ------------------------------------------------------ */
+
+/* Direct-mapped: (op, input spec, second spec or scalar type) -> output spec. Entries
+ * hold their keys, so an identity can not be reused while it is cached. */
+#define CACHE_SIZE 512
+typedef struct {
+    PyObject *op, *spec, *other, *out;
+} CacheEntry;
+static CacheEntry Cache[CACHE_SIZE];
+
+static inline Py_ssize_t
+cache_slot(PyObject *op, PyObject *spec, PyObject *other)
+{
+    size_t h = ((size_t)op >> 4) * 31u + ((size_t)spec >> 4) * 17u + ((size_t)other >> 4);
+    return (Py_ssize_t)(h % CACHE_SIZE);
+}
+
+static void
+cache_put(Py_ssize_t i, PyObject *op, PyObject *spec, PyObject *other, PyObject *out)
+{
+    CacheEntry *e = &Cache[i];
+    Py_INCREF(op); Py_INCREF(spec); Py_INCREF(other); Py_INCREF(out);
+    Py_XSETREF(e->op, op);
+    Py_XSETREF(e->spec, spec);
+    Py_XSETREF(e->other, other);
+    Py_XSETREF(e->out, out);
+}
+
+static PyObject *
+cache_clear(PyObject *module, PyObject *unused)
+{
+    for (int i = 0; i < CACHE_SIZE; i++) {
+        Py_CLEAR(Cache[i].op); Py_CLEAR(Cache[i].spec);
+        Py_CLEAR(Cache[i].other); Py_CLEAR(Cache[i].out);
+    }
+    Py_RETURN_NONE;
+}
+
+/* Whether a spec's dtype is one every device holds. */
+static int
+numeric_spec(PyObject *spec)
+{
+    PyObject *kind = PyObject_GetAttr(SLOT(spec, SpecOff[P_DTYPE]), s_kind);
+    if (kind == NULL)
+        return -1;
+    int found = PySequence_Contains(NumericKinds, kind);
+    Py_DECREF(kind);
+    return found;
+}
+
+/* The output spec of `op` over `spec` and `other` (a second spec, or a Python scalar);
+ * new reference, NULL without an error set when the op must take the Python path (the
+ * shape rule raises there, at the user's line), or an output that is not one numeric,
+ * non-0-d array. */
+static PyObject *
+out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar)
+{
+    PyObject *key = scalar ? (PyObject *)Py_TYPE(other) : other;
+    Py_ssize_t i = cache_slot(op, spec, key);
+    CacheEntry *e = &Cache[i];
+    if (e->op == op && e->spec == spec && e->other == key) {
+        Py_INCREF(e->out);
+        return e->out;
+    }
+    PyObject *infer = PyObject_GetAttr(op, s_infer), *specs = NULL;
+    if (infer == NULL)
+        goto python_path;
+    if (scalar) {
+        PyObject *kwargs = Py_BuildValue("{OOOO}", s_scalar, other, s_reverse, Py_False);
+        PyObject *args = PyTuple_Pack(1, spec);
+        if (kwargs != NULL && args != NULL)
+            specs = PyObject_Call(infer, args, kwargs);
+        Py_XDECREF(kwargs);
+        Py_XDECREF(args);
+    } else {
+        specs = PyObject_CallFunctionObjArgs(infer, spec, other, NULL);
+    }
+    Py_DECREF(infer);
+    if (specs == NULL || !PyTuple_CheckExact(specs) || PyTuple_GET_SIZE(specs) != 1)
+        goto python_path;
+    PyObject *out = PyTuple_GET_ITEM(specs, 0);
+    if (!Py_IS_TYPE(out, SpecType))
+        goto python_path;
+    PyObject *shape = SLOT(out, SpecOff[P_SHAPE]);
+    if (shape == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0)
+        goto python_path;
+    int numeric = numeric_spec(out);
+    if (numeric <= 0)
+        goto python_path;
+    /* a scalar's value matters to the rule for integer arrays (it must fit; no negative
+     * integer powers): those results are not cached */
+    int cacheable = 1;
+    if (scalar && PyLong_CheckExact(other)) {
+        PyObject *kind = PyObject_GetAttr(SLOT(spec, SpecOff[P_DTYPE]), s_kind);
+        if (kind == NULL)
+            goto python_path;
+        cacheable = PyUnicode_CompareWithASCIIString(kind, "f") == 0 ||
+                    PyUnicode_CompareWithASCIIString(kind, "c") == 0;
+        Py_DECREF(kind);
+    }
+    if (cacheable)
+        cache_put(i, op, spec, key, out);
+    Py_INCREF(out);
+    Py_DECREF(specs);
+    return out;
+python_path:
+    Py_XDECREF(specs);
+    PyErr_Clear();
+    return NULL;
+}
+
+/* ---- small helpers ----------------------------------------------------------------- */
+
+static inline Py_ssize_t
+spec_nbytes(PyObject *spec)
+{
+    PyObject *n = SLOT(spec, SpecOff[P_NBYTES]);
+    return n == NULL ? -1 : PyLong_AsSsize_t(n);
+}
+
+/* `getattr(obj, name)` as a C truth value; -1 on error. */
+static int
+attr_true(PyObject *obj, PyObject *name)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
+static int
+attr_ssize(PyObject *obj, PyObject *name, Py_ssize_t *out)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL)
+        return -1;
+    *out = PyLong_AsSsize_t(value);
+    Py_DECREF(value);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* Add `delta` to the int attribute `name` of `obj`. */
+static int
+attr_add(PyObject *obj, PyObject *name, long delta)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL)
+        return -1;
+    PyObject *d = PyLong_FromLong(delta);
+    PyObject *sum = d == NULL ? NULL : PyNumber_Add(value, d);
+    Py_DECREF(value);
+    Py_XDECREF(d);
+    if (sum == NULL)
+        return -1;
+    int rc = PyObject_SetAttr(obj, name, sum);
+    Py_DECREF(sum);
+    return rc;
+}
+
+static inline void
+set_slot(PyObject *obj, Py_ssize_t off, PyObject *value)
+{
+    Py_INCREF(value);
+    Py_XSETREF(SLOT(obj, off), value);
+}
+
+/* A new computed value of `spec` on `device_id`, in the DAG (as
+ * `state.settled_value`): its buffer is set by the caller. */
+static PyObject *
+settled_value(PyObject *dag, PyObject *spec, PyObject *device_id)
+{
+    PyObject *node_id = PyObject_CallNoArgs(NewNodeId);
+    if (node_id == NULL)
+        return NULL;
+    PyObject *out = DataNodeType->tp_alloc(DataNodeType, 0);
+    if (out == NULL) {
+        Py_DECREF(node_id);
+        return NULL;
+    }
+    PyObject *values[D_N] = {
+        node_id, spec, device_id, Py_None, CompletedObj, Zero, One, Py_None, Py_None,
+        Py_None, Py_None, Py_None, Zero, node_id, Zero, Py_None, Py_None, Py_None,
+        Py_None, Py_False, Py_None};
+    for (int i = 0; i < D_N; i++)
+        set_slot(out, DataOff[i], values[i]);
+    Py_DECREF(node_id);
+    PyObject *data = PyObject_GetAttr(dag, s_data);
+    if (data == NULL || PyDict_SetItem(data, SLOT(out, DataOff[D_NODE_ID]), out) < 0 ||
+            attr_add(dag, s_n_completed_total, 1) < 0) {
+        Py_XDECREF(data);
+        Py_DECREF(out);
+        return NULL;
+    }
+    Py_DECREF(data);
+    return out;
+}
+
+/* A new handle of `storage`, whole, of `spec` (as `NArray(storage, None, spec)`). */
+static PyObject *
+new_handle(PyObject *storage, PyObject *spec)
+{
+    PyObject *x = NArrayType->tp_alloc(NArrayType, 0);
+    if (x == NULL)
+        return NULL;
+    PyObject *values[A_N] = {storage, Py_None, spec, Py_None, Py_False, Py_True, Py_False,
+                             Py_None};
+    for (int i = 0; i < A_N; i++)
+        set_slot(x, ArrayOff[i], values[i]);
+    return x;
+}
+
+static PyObject *
+new_storage(PyObject *current, PyObject *engine)
+{
+    PyObject *s = StorageType->tp_alloc(StorageType, 0);
+    if (s == NULL)
+        return NULL;
+    set_slot(s, StorageOff[S_CURRENT], current);
+    set_slot(s, StorageOff[S_ENGINE], engine);
+    return s;
+}
+
+/* ---- the lean op ------------------------------------------------------------------- */
+
+/* What one lean op needs, gathered before the engine lock. */
+typedef struct {
+    PyObject *engine, *device, *device_id, *store, *lock, *releases;
+    PyObject *op, *ufunc, *spec;           /* borrowed */
+    PyObject *inputs[2];                   /* storages, borrowed */
+    int n_inputs;
+    PyObject *call_args[3];                /* the ufunc's operands and out */
+    Py_ssize_t nbytes, total;
+} LeanOp;
+
+static void
+lean_clear(LeanOp *L)
+{
+    Py_CLEAR(L->engine); Py_CLEAR(L->device); Py_CLEAR(L->device_id); Py_CLEAR(L->store);
+    Py_CLEAR(L->lock); Py_CLEAR(L->releases);
+}
+
+/* The ufunc into `target`, under the caller's error state (`run_kernel`); 0, or -1 with
+ * the kernel's exception set. */
+static int
+run_kernel(LeanOp *L, PyObject *errstate, PyObject *target, PyObject *const *operands,
+           int n_operands)
+{
+    PyObject *args[4];
+    for (int i = 0; i < n_operands; i++)
+        args[i] = operands[i];
+    args[n_operands] = target;
+    PyObject *direct = NULL, *token = NULL;
+    int quiet = attr_true(errstate, s_quiet);
+    if (quiet < 0)
+        return -1;
+    if (!quiet) {
+        direct = PyObject_GetAttr(errstate, s_direct);
+        if (direct == NULL)
+            return -1;
+        token = PyContextVar_Set(ExtObj, direct);
+        Py_DECREF(direct);
+        if (token == NULL)
+            return -1;
+    }
+    PyObject *result = PyObject_Vectorcall(L->ufunc, args, n_operands, KwOut);
+    if (token != NULL) {
+        Held held;
+        HOLD(held);
+        int rc = PyContextVar_Reset(ExtObj, token);
+        Py_DECREF(token);
+        if (HELD(held))
+            RESTORE(held);
+        else if (rc < 0) {
+            Py_XDECREF(result);
+            return -1;
+        }
+    }
+    if (result == NULL)
+        return -1;
+    Py_DECREF(result);
+    return 0;
+}
+
+/* The calling thread's decoded error state (`fp_errors.caller_state`), borrowed from the
+ * cache of decoded states; NULL (no error) when it is not decoded yet. */
+static PyObject *
+caller_state(void)
+{
+    PyObject *captured;
+    if (PyContextVar_Get(ExtObj, NULL, &captured) < 0 || captured == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *known = PyDict_GetItemWithError(Decoded, captured);
+    Py_DECREF(captured);
+    if (known == NULL || !PyTuple_Check(known) || PyTuple_GET_SIZE(known) < 1) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return PyTuple_GET_ITEM(known, 0);
+}
+
+/* Gather the engine, device and store for `L`; 1 when the op may take the lean path,
+ * 0 when not (nothing changed), -1 on error. */
+static int
+lean_prepare(LeanOp *L, PyObject *system)
+{
+    PyObject *local = PyObject_GetAttr(system, s_local);
+    if (local == NULL)
+        return -1;
+    L->device_id = PyObject_GetAttr(local, s_device);
+    Py_DECREF(local);
+    if (L->device_id == NULL)
+        return -1;
+    L->engine = PyObject_GetAttr(system, s_engine);
+    if (L->engine == NULL)
+        return -1;
+    PyObject *devices = PyObject_GetAttr(L->engine, s_devices);
+    if (devices == NULL)
+        return -1;
+    PyObject *table = PyObject_GetAttr(devices, s_table);
+    Py_DECREF(devices);
+    if (table == NULL)
+        return -1;
+    if (L->device_id == Py_None && PyList_CheckExact(table) && PyList_GET_SIZE(table))
+        Py_SETREF(L->device_id, Py_NewRef(Zero));   /* as System.current_device */
+    if (!PyLong_CheckExact(L->device_id)) {
+        Py_DECREF(table);
+        return 0;   /* no device yet: the Python path makes one */
+    }
+    L->device = PyObject_GetItem(table, L->device_id);
+    Py_DECREF(table);
+    if (L->device == NULL)
+        return -1;
+    int flag = attr_true(L->op, s_tiny_inline);
+    if (flag <= 0)
+        return flag;
+    flag = attr_true(L->op, s_blas);
+    if (flag != 0)
+        return flag < 0 ? -1 : 0;
+    PyObject *hooks = PyObject_GetAttr(L->engine, s_hooks);
+    if (hooks == NULL)
+        return -1;
+    int nodes = attr_true(hooks, s_wants_nodes);
+    int active = nodes == 0 ? attr_true(hooks, s_active) : 0;
+    Py_DECREF(hooks);
+    if (nodes != 0 || active != 0)
+        return (nodes < 0 || active < 0) ? -1 : 0;
+    PyObject *xp = PyObject_GetAttr(L->device, s_xp);
+    if (xp == NULL)
+        return -1;
+    Py_DECREF(xp);
+    if (xp != Numpy)
+        return 0;
+    Py_ssize_t limit;
+    if (attr_ssize(L->device, s_inline_limit, &limit) < 0)
+        return -1;
+    L->total = L->nbytes;
+    for (int i = 0; i < L->n_inputs; i++) {
+        PyObject *current = SLOT(L->inputs[i], StorageOff[S_CURRENT]);
+        if (current == NULL || !Py_IS_TYPE(current, DataNodeType))
+            return 0;
+        L->total += spec_nbytes(SLOT(current, DataOff[D_SPEC]));
+    }
+    if (limit <= 0 || L->total > limit)
+        return 0;
+    L->store = PyObject_GetAttr(L->device, s_store);
+    L->lock = L->store == NULL ? NULL : PyObject_GetAttr(L->engine, s_lock);
+    L->releases = L->lock == NULL ? NULL : PyObject_GetAttr(L->engine, s_releases);
+    return L->releases == NULL ? -1 : 1;
+}
+
+/* Under the engine lock: whether the runtime has room and every input is a computed
+ * value on the op's device with no writer (its arrays into L->call_args). */
+static int
+lean_ready(LeanOp *L)
+{
+    int closed = attr_true(L->engine, s_closed);
+    if (closed != 0)
+        return closed < 0 ? -1 : 0;
+    Py_ssize_t inflight, max_pending;
+    if (attr_ssize(L->engine, s_n_inflight, &inflight) < 0 ||
+            attr_ssize(L->engine, s_max_pending, &max_pending) < 0)
+        return -1;
+    if (inflight >= max_pending || (L->total > AheadBytes && inflight))
+        return 0;
+    for (int i = 0; i < L->n_inputs; i++) {
+        PyObject *storage = L->inputs[i];
+        PyObject *data = SLOT(storage, StorageOff[S_CURRENT]);
+        PyObject *state = SLOT(data, DataOff[D_STATE]);
+        if (state == NULL || PyLong_AsLong(state) != Completed ||
+                SLOT(data, DataOff[D_WRITER]) != Py_None ||
+                SLOT(storage, StorageOff[S_ENGINE]) != L->engine)
+            return 0;
+        int same = PyObject_RichCompareBool(SLOT(data, DataOff[D_DEVICE_ID]), L->device_id,
+                                            Py_EQ);
+        if (same <= 0)
+            return same;
+        PyObject *array = SLOT(data, DataOff[D_ARRAY]);
+        if (array == NULL || array == Py_None)
+            return 0;
+        L->call_args[i] = array;
+    }
+    return 1;
+}
+
+/* The output's block and array, under the lock: the handed-over `block` (a new
+ * reference, consumed) viewed as the output, else one taken from the store without the
+ * out-of-memory ladder. 1 with both set, 0 when the store has none (the DAG path). */
+static int
+lean_target(LeanOp *L, PyObject *block, PyObject **block_out, PyObject **target)
+{
+    PyObject *shape = SLOT(L->spec, SpecOff[P_SHAPE]), *dtype = SLOT(L->spec, SpecOff[P_DTYPE]);
+    if (block != Py_None) {
+        if (attr_add(L->store, s_n_recycled, 1) < 0) {
+            Py_DECREF(block);
+            return -1;
+        }
+        PyObject *key = SLOT(block, BlockOff[B_VIEW_KEY]);
+        int same = 0;
+        if (key != NULL && PyTuple_CheckExact(key) && PyTuple_GET_SIZE(key) == 2) {
+            same = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 0), shape, Py_EQ);
+            if (same > 0)
+                same = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 1), dtype, Py_EQ);
+        }
+        if (same < 0) {
+            Py_DECREF(block);
+            return -1;
+        }
+        if (same) {
+            *target = SLOT(block, BlockOff[B_VIEW]);
+            Py_INCREF(*target);
+        } else {
+            *target = PyObject_CallMethodObjArgs(L->store, s_array, block, shape, dtype, NULL);
+            if (*target == NULL) {
+                Py_DECREF(block);
+                return -1;
+            }
+        }
+        *block_out = block;
+        return 1;
+    }
+    Py_DECREF(block);
+    PyObject *nbytes = PyLong_FromSsize_t(L->nbytes);
+    if (nbytes == NULL)
+        return -1;
+    PyObject *got = PyObject_CallMethodObjArgs(L->store, s_alloc_array, nbytes, shape, dtype,
+                                               Py_False, NULL);
+    Py_DECREF(nbytes);
+    if (got == NULL)
+        return -1;
+    if (!PyTuple_CheckExact(got) || PyTuple_GET_SIZE(got) != 2 ||
+            PyTuple_GET_ITEM(got, 0) == Py_None) {
+        Py_DECREF(got);
+        return 0;
+    }
+    *block_out = PyTuple_GET_ITEM(got, 0);
+    *target = PyTuple_GET_ITEM(got, 1);
+    Py_INCREF(*block_out);
+    Py_INCREF(*target);
+    Py_DECREF(got);
+    return 1;
+}
+
+/* Python's `_reap_locked` for what is left in the queue (a release that is not a value). */
+static int
+reap_in_python(LeanOp *L, Py_ssize_t nbytes, PyObject **block, PyObject **later)
+{
+    PyObject *size = PyLong_FromSsize_t(*block == Py_None ? nbytes : -1);
+    if (size == NULL)
+        return -1;
+    PyObject *got = PyObject_CallMethodObjArgs(L->engine, s_reap_locked, L->device_id, size,
+                                               NULL);
+    Py_DECREF(size);
+    if (got == NULL)
+        return -1;
+    if (!PyTuple_CheckExact(got) || PyTuple_GET_SIZE(got) != 2) {
+        Py_DECREF(got);
+        PyErr_SetString(PyExc_TypeError, "_reap_locked returned no pair");
+        return -1;
+    }
+    if (*block == Py_None)
+        Py_SETREF(*block, Py_NewRef(PyTuple_GET_ITEM(got, 0)));
+    PyObject *more = PyTuple_GET_ITEM(got, 1);
+    int rc = 0;
+    if (more != Py_None) {
+        if (*later == Py_None)
+            Py_SETREF(*later, Py_NewRef(more));
+        else
+            rc = PyList_SetSlice(*later, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, more);
+    }
+    Py_DECREF(got);
+    return rc;
+}
+
+/* One queued release of value `data` applied (under the lock): 1 when it died with a
+ * block that is now free of it (`*dead_block`, a new reference), 0 when it lives on or
+ * was put in `dead` (a value with cached copies or no block), -1 on error. */
+static int
+reap_one(PyObject *data, PyObject *values, PyObject **dead, PyObject **dead_block)
+{
+    PyObject *count = SLOT(data, DataOff[D_EXTERN_RC]);
+    long extern_rc = count == NULL ? -1 : PyLong_AsLong(count) - 1;
+    if (extern_rc < 0 && PyErr_Occurred())
+        return -1;
+    PyObject *n = PyLong_FromLong(extern_rc);
+    if (n == NULL)
+        return -1;
+    Py_XSETREF(SLOT(data, DataOff[D_EXTERN_RC]), n);
+    PyObject *rc = SLOT(data, DataOff[D_RC]), *st = SLOT(data, DataOff[D_STATE]);
+    int alive = extern_rc != 0 || rc == NULL || PyObject_IsTrue(rc) || st == NULL ||
+                PyLong_AsLong(st) < Completed || SLOT(data, DataOff[D_DEAD]) == Py_True;
+    if (alive)
+        return PyErr_Occurred() ? -1 : 0;
+    set_slot(data, DataOff[D_DEAD], Py_True);
+    PyObject *block = SLOT(data, DataOff[D_BLOCK]);
+    if (SLOT(data, DataOff[D_COPIES]) != Py_None || block == NULL || block == Py_None) {
+        if (*dead == NULL && (*dead = PyList_New(0)) == NULL)
+            return -1;
+        return PyList_Append(*dead, data) < 0 ? -1 : 0;
+    }
+    if (PyDict_DelItem(values, SLOT(data, DataOff[D_NODE_ID])) < 0)
+        return -1;
+    *dead_block = Py_NewRef(block);
+    set_slot(data, DataOff[D_BLOCK], Py_None);
+    set_slot(data, DataOff[D_ARRAY], Py_None);
+    return 1;
+}
+
+/* A dead value's `block` (consumed) kept for the output when it has the output's size
+ * and device and none is kept yet, else freed to its device. */
+static int
+reap_block(LeanOp *L, PyObject *data, PyObject *block, Py_ssize_t nbytes, PyObject *table,
+           PyObject **kept)
+{
+    if (*kept == Py_None && nbytes >= 0) {
+        PyObject *size = SLOT(block, BlockOff[B_NBYTES]);
+        int same = size != NULL && PyLong_AsSsize_t(size) == nbytes;
+        if (same)
+            same = PyObject_RichCompareBool(SLOT(data, DataOff[D_DEVICE_ID]), L->device_id,
+                                            Py_EQ);
+        if (same < 0) {
+            Py_DECREF(block);
+            return -1;
+        }
+        if (same) {
+            Py_SETREF(*kept, block);
+            return 0;
+        }
+    }
+    PyObject *device = PyObject_GetItem(table, SLOT(data, DataOff[D_DEVICE_ID]));
+    PyObject *r = device == NULL ? NULL : PyObject_CallMethodOneArg(device, s_free, block);
+    Py_XDECREF(device);
+    Py_DECREF(block);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* The queued releases applied in one pass (`Releasing._reap_locked`): the block handed
+ * over (or None) and the blocks to free after the lock (or None), as new references. */
+static int
+lean_reap(LeanOp *L, PyObject **block, PyObject **later)
+{
+    *block = Py_NewRef(Py_None);
+    *later = Py_NewRef(Py_None);
+    Py_ssize_t n = PyObject_Length(L->releases);
+    if (n <= 0)
+        return n < 0 ? -1 : 0;
+    int recycles = attr_true(L->store, s_recycles);
+    if (recycles < 0)
+        return -1;
+    Py_ssize_t nbytes = recycles ? L->nbytes : -1;
+    PyObject *dag = PyObject_GetAttr(L->engine, s_dag);
+    PyObject *values = dag == NULL ? NULL : PyObject_GetAttr(dag, s_data);
+    Py_XDECREF(dag);
+    PyObject *devices = values == NULL ? NULL : PyObject_GetAttr(L->engine, s_devices);
+    PyObject *table = devices == NULL ? NULL : PyObject_GetAttr(devices, s_table);
+    Py_XDECREF(devices);
+    PyObject *dead = NULL;
+    int rc = table == NULL ? -1 : 0, other = 0;
+    while (rc == 0 && (n = PyObject_Length(L->releases)) > 0) {
+        PyObject *data = PyObject_CallMethodNoArgs(L->releases, s_popleft);
+        if (data == NULL) {
+            rc = -1;
+            break;
+        }
+        if (!Py_IS_TYPE(data, DataNodeType)) {   /* Python's loop takes it from here */
+            PyObject *r = PyObject_CallMethodOneArg(L->releases, s_appendleft, data);
+            Py_DECREF(data);
+            Py_XDECREF(r);
+            rc = r == NULL ? -1 : 0;
+            other = 1;
+            break;
+        }
+        PyObject *freed = NULL;
+        rc = reap_one(data, values, &dead, &freed);
+        if (rc == 1)
+            rc = reap_block(L, data, freed, nbytes, table, block);
+        Py_DECREF(data);
+    }
+    if (n < 0)
+        rc = -1;
+    Py_XDECREF(values);
+    Py_XDECREF(table);
+    if (rc == 0 && dead != NULL) {
+        PyObject *blocks = PyObject_CallMethodOneArg(L->engine, s_delete_locked, dead);
+        if (blocks == NULL)
+            rc = -1;
+        else
+            Py_SETREF(*later, blocks);
+    }
+    Py_XDECREF(dead);
+    if (rc == 0 && other)
+        rc = reap_in_python(L, nbytes, block, later);
+    return rc;
+}
+
+/* Under the lock: run the op; the output value (new reference), Py_None when it must
+ * take the DAG path, NULL on an error of the runtime itself. */
+static PyObject *
+lean_locked(LeanOp *L, PyObject *errstate, PyObject *const *operands, int n_operands,
+            PyObject **later)
+{
+    PyObject *block, *target = NULL, *out = NULL;
+    if (lean_reap(L, &block, later) < 0) {
+        Py_XDECREF(block);
+        return NULL;
+    }
+    int ready = lean_ready(L);
+    int cancelled = ready > 0 ? attr_true(L->device, s_cancelled) : 0;
+    if (ready <= 0 || cancelled != 0) {
+        if (block != Py_None) {   /* the Python path takes it from here */
+            PyObject *r = PyObject_CallMethodObjArgs(L->store, s_free, block, NULL);
+            Py_XDECREF(r);
+            if (r == NULL)
+                ready = -1;
+        }
+        Py_DECREF(block);
+        if (ready < 0 || cancelled < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *taken = NULL;
+    int got = lean_target(L, block, &taken, &target);
+    if (got <= 0)
+        return got < 0 ? NULL : Py_NewRef(Py_None);
+    /* operands: the inputs' arrays, the scalar where there is one */
+    PyObject *args[2];
+    for (int i = 0; i < n_operands; i++)
+        args[i] = operands[i] != NULL ? operands[i] : L->call_args[i];
+    if (run_kernel(L, errstate, target, args, n_operands) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+            Py_DECREF(taken); Py_DECREF(target);   /* KeyboardInterrupt and the like */
+            return NULL;
+        }
+        Held held;
+        HOLD(held);
+        PyErr_NormalizeException(&held.type, &held.value, &held.tb);
+        PyObject *exc = held.value;
+        Py_XDECREF(held.type);
+        Py_XDECREF(held.tb);
+        PyList_SetSlice(DirectRecords, 0, PY_SSIZE_T_MAX, NULL);
+        out = exc == NULL ? NULL : PyObject_CallFunctionObjArgs(
+            Failed, L->engine, L->op, L->spec, L->device, taken, target, exc, NULL);
+        Py_XDECREF(exc);
+    } else {
+        PyObject *dag = PyObject_GetAttr(L->engine, s_dag);
+        out = dag == NULL ? NULL : settled_value(dag, L->spec, L->device_id);
+        Py_XDECREF(dag);
+        if (out != NULL) {
+            set_slot(taken, BlockOff[B_LABEL], out);
+            set_slot(out, DataOff[D_BLOCK], taken);
+            set_slot(out, DataOff[D_ARRAY], target);
+        }
+    }
+    Py_DECREF(taken);
+    Py_DECREF(target);
+    return out;
+}
+
+/* The lean op of `L` with `operands` (NULL where an input's array goes); the result
+ * handle (new reference), Py_None for the Python path (nothing done), NULL on error. */
+static PyObject *
+lean_run(LeanOp *L, PyObject *const *operands, int n_operands)
+{
+    PyObject *errstate = caller_state();
+    if (errstate == NULL)
+        Py_RETURN_NONE;   /* not decoded yet: the Python path decodes it */
+    Py_INCREF(errstate);
+    PyObject *later = NULL, *out = NULL;
+    PyObject *r = PyObject_CallMethodNoArgs(L->lock, s_acquire);
+    if (r == NULL) {
+        Py_DECREF(errstate);
+        return NULL;
+    }
+    Py_DECREF(r);
+    out = lean_locked(L, errstate, operands, n_operands, &later);
+    Held held;
+    HOLD(held);
+    r = PyObject_CallMethodNoArgs(L->lock, s_release);
+    if (HELD(held)) {
+        Py_XDECREF(r);
+        RESTORE(held);
+    } else if (r == NULL) {
+        Py_CLEAR(out);
+    } else {
+        Py_DECREF(r);
+    }
+    if (later != NULL && later != Py_None && out != NULL) {
+        r = PyObject_CallMethodObjArgs(L->engine, s_free_blocks, later, NULL);
+        if (r == NULL)
+            Py_CLEAR(out);
+        Py_XDECREF(r);
+    }
+    Py_XDECREF(later);
+    if (out == NULL || out == Py_None) {
+        Py_DECREF(errstate);
+        return out;
+    }
+    if (PyList_GET_SIZE(DirectRecords)) {   /* floating-point errors: at the user's line */
+        r = PyObject_CallFunctionObjArgs(Reported, errstate, L->op, NULL);
+        if (r == NULL) {
+            Py_DECREF(errstate);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(r);
+    }
+    Py_DECREF(errstate);
+    PyObject *storage = new_storage(out, L->engine);
+    Py_DECREF(out);
+    if (storage == NULL)
+        return NULL;
+    PyObject *handle = new_handle(storage, L->spec);
+    Py_DECREF(storage);
+    return handle;
+}
+
+/* ---- the operator type -------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *python;      /* the Python operator it stands in front of */
+    PyObject *op;          /* the array-array op */
+    PyObject *scalar_op;   /* the array-scalar op */
+    PyObject *ufunc;       /* NumPy's ufunc for both */
+    int elides;            /* whether Python may elide a temporary operand */
+} Operator;
+
+/* `a <op> b` on the lean path: a new handle, Py_None for the Python path, NULL on error. */
+static PyObject *
+operator_lean(Operator *self, PyObject *a, PyObject *b)
+{
+    int scalar;
+    if (PyFloat_CheckExact(b) || PyLong_CheckExact(b))
+        scalar = 1;
+    else if (Py_IS_TYPE(b, NArrayType))
+        scalar = 0;
+    else
+        Py_RETURN_NONE;
+    if (SLOT(a, ArrayOff[A_VIEW]) != Py_None ||
+            (!scalar && SLOT(b, ArrayOff[A_VIEW]) != Py_None))
+        Py_RETURN_NONE;
+    PyObject *spec = SLOT(a, ArrayOff[A_SPEC]);
+    PyObject *other = scalar ? b : SLOT(b, ArrayOff[A_SPEC]);
+    if (spec == NULL || other == NULL || !Py_IS_TYPE(spec, SpecType))
+        Py_RETURN_NONE;
+    if (self->elides && (spec_nbytes(spec) >= ElideBytes ||
+                         (!scalar && spec_nbytes(other) >= ElideBytes)))
+        Py_RETURN_NONE;   /* a temporary may be elided: Python's `_dying` decides */
+    PyObject *system = PyObject_GetAttr(Runtime, s_system);
+    if (system == NULL)
+        return NULL;
+    PyObject *hooks = system == Py_None ? NULL : PyObject_GetAttr(Seam, s_hooks);
+    int listened = hooks == NULL ? 1 : PyObject_IsTrue(hooks);
+    Py_XDECREF(hooks);
+    if (listened != 0) {
+        Py_DECREF(system);
+        if (listened < 0 && hooks != NULL)
+            return NULL;
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *op = scalar ? self->scalar_op : self->op;
+    PyObject *result = Py_None;
+    LeanOp L = {0};
+    L.op = op;
+    L.ufunc = self->ufunc;
+    L.spec = out_spec(op, spec, other, scalar);
+    if (L.spec == NULL) {
+        Py_DECREF(system);
+        Py_RETURN_NONE;
+    }
+    L.nbytes = spec_nbytes(L.spec);
+    L.inputs[0] = SLOT(a, ArrayOff[A_STORAGE]);
+    if (!scalar)
+        L.inputs[1] = SLOT(b, ArrayOff[A_STORAGE]);
+    L.n_inputs = scalar ? 1 : 2;
+    int ok = 1;
+    for (int i = 0; i < L.n_inputs; i++)
+        ok &= L.inputs[i] != NULL && Py_IS_TYPE(L.inputs[i], StorageType);
+    int prepared = ok ? lean_prepare(&L, system) : 0;
+    Py_DECREF(system);
+    if (prepared > 0) {
+        PyObject *operands[2] = {NULL, scalar ? b : NULL};
+        result = lean_run(&L, operands, 2);
+    } else if (prepared == 0) {
+        Py_INCREF(Py_None);
+    } else {
+        result = NULL;
+    }
+    lean_clear(&L);
+    Py_DECREF(L.spec);
+    return result;
+}
+
+static PyObject *
+operator_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                    PyObject *kwnames)
+{
+    Operator *self = (Operator *)callable;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n == 2 && kwnames == NULL && Py_IS_TYPE(args[0], NArrayType)) {
+        PyObject *result = operator_lean(self, args[0], args[1]);
+        if (result != Py_None)
+            return result;
+        Py_DECREF(result);
+    }
+    return PyObject_Vectorcall(self->python, args, nargsf, kwnames);
+}
+
+static PyObject *
+operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *python, *op, *scalar_op, *ufunc;
+    int elides;
+    static char *names[] = {"python", "op", "scalar_op", "ufunc", "elides", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOp", names, &python, &op,
+                                     &scalar_op, &ufunc, &elides))
+        return NULL;
+    Operator *self = (Operator *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = operator_vectorcall;
+    self->python = Py_NewRef(python);
+    self->op = Py_NewRef(op);
+    self->scalar_op = Py_NewRef(scalar_op);
+    self->ufunc = Py_NewRef(ufunc);
+    self->elides = elides;
+    return (PyObject *)self;
+}
+
+static int
+operator_traverse(Operator *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->python); Py_VISIT(self->op); Py_VISIT(self->scalar_op);
+    Py_VISIT(self->ufunc);
+    return 0;
+}
+
+static int
+operator_clear(Operator *self)
+{
+    Py_CLEAR(self->python); Py_CLEAR(self->op); Py_CLEAR(self->scalar_op);
+    Py_CLEAR(self->ufunc);
+    return 0;
+}
+
+static void
+operator_dealloc(Operator *self)
+{
+    PyObject_GC_UnTrack(self);
+    operator_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* `x.__add__` is a bound method, as the Python operator's would be. */
+static PyObject *
+operator_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    if (obj == NULL || obj == Py_None)
+        return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *
+operator_getattro(PyObject *self, PyObject *name)
+{
+    /* the Python operator's name and docstring */
+    PyObject *found = PyObject_GenericGetAttr(self, name);
+    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
+        return found;
+    PyErr_Clear();
+    return PyObject_GetAttr(((Operator *)self)->python, name);
+}
+
+static PyMemberDef operator_members[] = {
+    {"python", T_OBJECT, offsetof(Operator, python), READONLY,
+     "the Python operator it stands in front of"},
+    {NULL}};
+
+static PyTypeObject OperatorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "minerva._lean.Operator",
+    .tp_doc = "An NArray operator whose lean path runs in C, in front of its Python twin.",
+    .tp_basicsize = sizeof(Operator),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_new = operator_new,
+    .tp_traverse = (traverseproc)operator_traverse,
+    .tp_clear = (inquiry)operator_clear,
+    .tp_dealloc = (destructor)operator_dealloc,
+    .tp_descr_get = operator_get,
+    .tp_getattro = operator_getattro,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Operator, vectorcall),
+    .tp_members = operator_members,
+};
+
+/* ---- the storage finalizer ---------------------------------------------------------- */
+
+static PyObject *EngineRelease;    /* Releasing.release, which `release_now` stands for */
+
+/* `engine.release(data)` as `Releasing.release` does it: queue the release; post a
+ * RELEASE task when no op is in flight to apply it. */
+static int
+release_now(PyObject *engine, PyObject *data)
+{
+    int closed = attr_true(engine, s_closed);
+    if (closed != 0)
+        return closed;
+    PyObject *releases = PyObject_GetAttr(engine, s_releases);
+    PyObject *r = releases == NULL ? NULL : PyObject_CallMethodOneArg(releases, s_append, data);
+    Py_XDECREF(releases);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    Py_ssize_t inflight;
+    if (attr_ssize(engine, s_n_inflight, &inflight) < 0)
+        return -1;
+    if (inflight)
+        return 0;
+    int kicks = attr_true(engine, s_kicks_releases);
+    int posted = kicks > 0 ? attr_true(engine, s_release_posted) : 1;
+    if (kicks < 0 || posted < 0)
+        return -1;
+    if (posted)
+        return 0;
+    r = PyObject_CallMethodNoArgs(engine, s_kick_releases);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *python;      /* the Python finalizer it stands in front of */
+} Finalizer;
+
+/* A storage's `__del__`: its current version released to its engine; errors are
+ * swallowed, as the Python finalizer swallows them (interpreter shutdown). */
+static PyObject *
+finalizer_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                     PyObject *kwnames)
+{
+    Finalizer *self = (Finalizer *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL || StorageType == NULL ||
+            !Py_IS_TYPE(args[0], StorageType))
+        return PyObject_Vectorcall(self->python, args, nargsf, kwnames);
+    PyObject *engine = SLOT(args[0], StorageOff[S_ENGINE]);
+    PyObject *data = SLOT(args[0], StorageOff[S_CURRENT]);
+    if (engine == NULL || data == NULL)
+        Py_RETURN_NONE;
+    PyObject *release = _PyType_Lookup(Py_TYPE(engine), s_release);
+    int rc;
+    if (release == EngineRelease) {
+        rc = release_now(engine, data);
+    } else {
+        PyObject *r = PyObject_CallMethodOneArg(engine, s_release, data);
+        rc = r == NULL ? -1 : 0;
+        Py_XDECREF(r);
+    }
+    if (rc < 0)
+        PyErr_Clear();
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+finalizer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *python;
+    static char *names[] = {"python", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O", names, &python))
+        return NULL;
+    Finalizer *self = (Finalizer *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = finalizer_vectorcall;
+    self->python = Py_NewRef(python);
+    return (PyObject *)self;
+}
+
+static int
+finalizer_traverse(Finalizer *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->python);
+    return 0;
+}
+
+static int
+finalizer_clear(Finalizer *self)
+{
+    Py_CLEAR(self->python);
+    return 0;
+}
+
+static void
+finalizer_dealloc(Finalizer *self)
+{
+    PyObject_GC_UnTrack(self);
+    finalizer_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef finalizer_members[] = {
+    {"python", T_OBJECT, offsetof(Finalizer, python), READONLY,
+     "the Python finalizer it stands in front of"},
+    {NULL}};
+
+static PyTypeObject FinalizerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "minerva._lean.Finalizer",
+    .tp_doc = "A storage's finalizer in C, in front of its Python twin.",
+    .tp_basicsize = sizeof(Finalizer),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_new = finalizer_new,
+    .tp_traverse = (traverseproc)finalizer_traverse,
+    .tp_clear = (inquiry)finalizer_clear,
+    .tp_dealloc = (destructor)finalizer_dealloc,
+    .tp_descr_get = operator_get,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Finalizer, vectorcall),
+    .tp_members = finalizer_members,
+};
+
+/* ---- configure ---------------------------------------------------------------------- */
+
+static int
+take_type(PyObject *kwargs, const char *name, PyTypeObject **out)
+{
+    PyObject *value = PyDict_GetItemString(kwargs, name);
+    if (value == NULL || !PyType_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "configure: %s must be a class", name);
+        return -1;
+    }
+    Py_XSETREF(*out, (PyTypeObject *)Py_NewRef(value));
+    return 0;
+}
+
+static int
+take(PyObject *kwargs, const char *name, PyObject **out)
+{
+    PyObject *value = PyDict_GetItemString(kwargs, name);
+    if (value == NULL) {
+        PyErr_Format(PyExc_TypeError, "configure: %s is missing", name);
+        return -1;
+    }
+    Py_XSETREF(*out, Py_NewRef(value));
+    return 0;
+}
+
+static PyObject *
+configure(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    if (kwargs == NULL || PyTuple_GET_SIZE(args)) {
+        PyErr_SetString(PyExc_TypeError, "configure takes keyword arguments only");
+        return NULL;
+    }
+    PyObject *completed = NULL, *ahead = NULL, *elide = NULL;
+    if (take_type(kwargs, "NArray", &NArrayType) < 0 ||
+            take_type(kwargs, "Storage", &StorageType) < 0 ||
+            take_type(kwargs, "DataNode", &DataNodeType) < 0 ||
+            take_type(kwargs, "ArraySpec", &SpecType) < 0 ||
+            take_type(kwargs, "Block", &BlockType) < 0 ||
+            take(kwargs, "Runtime", &Runtime) < 0 || take(kwargs, "SEAM", &Seam) < 0 ||
+            take(kwargs, "new_node_id", &NewNodeId) < 0 ||
+            take(kwargs, "extobj", &ExtObj) < 0 || take(kwargs, "decoded", &Decoded) < 0 ||
+            take(kwargs, "direct_records", &DirectRecords) < 0 ||
+            take(kwargs, "numpy", &Numpy) < 0 || take(kwargs, "failed", &Failed) < 0 ||
+            take(kwargs, "reported", &Reported) < 0 ||
+            take(kwargs, "numeric_kinds", &NumericKinds) < 0 ||
+            take(kwargs, "release", &EngineRelease) < 0 ||
+            take(kwargs, "COMPLETED", &completed) < 0 ||
+            take(kwargs, "ahead_bytes", &ahead) < 0 ||
+            take(kwargs, "elide_bytes", &elide) < 0)
+        goto fail;
+    if (!PyContextVar_CheckExact(ExtObj) || !PyDict_Check(Decoded) ||
+            !PyList_Check(DirectRecords)) {
+        PyErr_SetString(PyExc_TypeError, "configure: extobj, decoded or direct_records");
+        goto fail;
+    }
+    Completed = PyLong_AsLong(completed);
+    AheadBytes = PyLong_AsSsize_t(ahead);
+    ElideBytes = PyLong_AsSsize_t(elide);
+    if (PyErr_Occurred())
+        goto fail;
+    Py_XSETREF(CompletedObj, Py_NewRef(completed));
+    if (slot_offsets(NArrayType, ArraySlots, ArrayOff, A_N) < 0 ||
+            slot_offsets(StorageType, StorageSlots, StorageOff, S_N) < 0 ||
+            slot_offsets(DataNodeType, DataSlots, DataOff, D_N) < 0 ||
+            slot_offsets(SpecType, SpecSlots, SpecOff, P_N) < 0 ||
+            slot_offsets(BlockType, BlockSlots, BlockOff, B_N) < 0)
+        goto fail;
+    cache_clear(module, NULL);
+    Py_DECREF(completed); Py_DECREF(ahead); Py_DECREF(elide);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(completed); Py_XDECREF(ahead); Py_XDECREF(elide);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
+     "Hand over the runtime's classes and constants (minerva.api.core.lean)."},
+    {"clear_cache", cache_clear, METH_NOARGS, "Forget the cached shape rules."},
+    {NULL}};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "minerva._lean",
+    "The lean direct path of tiny NArray operators, in C (optional).", -1, methods};
+
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
+
+PyMODINIT_FUNC
+PyInit__lean(void)
+{
+    INTERN(s_system, "system"); INTERN(s_hooks, "hooks"); INTERN(s_engine, "engine");
+    INTERN(s_local, "_local"); INTERN(s_device, "device"); INTERN(s_devices, "devices");
+    INTERN(s_table, "table"); INTERN(s_tiny_inline, "tiny_inline"); INTERN(s_blas, "blas");
+    INTERN(s_wants_nodes, "wants_nodes"); INTERN(s_active, "active");
+    INTERN(s_inline_limit, "inline_limit"); INTERN(s_store, "store"); INTERN(s_xp, "xp");
+    INTERN(s_lock, "_lock"); INTERN(s_releases, "_releases"); INTERN(s_closed, "closed");
+    INTERN(s_n_inflight, "n_inflight"); INTERN(s_max_pending, "max_pending");
+    INTERN(s_recycles, "recycles"); INTERN(s_reap_locked, "_reap_locked");
+    INTERN(s_delete_locked, "_delete_locked"); INTERN(s_popleft, "popleft");
+    INTERN(s_appendleft, "appendleft"); INTERN(s_append, "append");
+    INTERN(s_kicks_releases, "kicks_releases"); INTERN(s_release_posted, "_release_posted");
+    INTERN(s_kick_releases, "_kick_releases");
+    INTERN(s_free, "free"); INTERN(s_cancelled, "cancelled");
+    INTERN(s_alloc_array, "alloc_array"); INTERN(s_array, "array");
+    INTERN(s_n_recycled, "n_recycled"); INTERN(s_dag, "dag"); INTERN(s_data, "data");
+    INTERN(s_n_completed_total, "n_completed_total"); INTERN(s_free_blocks, "_free_blocks");
+    INTERN(s_quiet, "quiet"); INTERN(s_direct, "direct"); INTERN(s_infer, "infer");
+    INTERN(s_acquire, "acquire"); INTERN(s_release, "release"); INTERN(s_scalar, "scalar");
+    INTERN(s_reverse, "reverse"); INTERN(s_kind, "kind");
+    Zero = PyLong_FromLong(0);
+    One = PyLong_FromLong(1);
+    KwOut = Py_BuildValue("(s)", "out");
+    if (Zero == NULL || One == NULL || KwOut == NULL)
+        return NULL;
+    if (PyType_Ready(&OperatorType) < 0 || PyType_Ready(&FinalizerType) < 0)
+        return NULL;
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(module, "Operator", (PyObject *)&OperatorType) < 0 ||
+            PyModule_AddObjectRef(module, "Finalizer", (PyObject *)&FinalizerType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

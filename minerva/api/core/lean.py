@@ -1,0 +1,87 @@
+"""The optional C accelerator of the lean path (``minerva._lean``), configured here.
+
+An NArray operator (``x + 1.0``, ``x * y``) runs in C from its slot to the result handle
+when its operands are whole, computed values on a CPU device and the op is small enough
+for the calling thread, while nothing listens at the op-building seam and no trace
+records: the same steps as ``builder.build`` → ``DirectPath.run_lean``, with the shape
+rule's results cached per (op, input specs, scalar type). Anything else — a view, a
+pending input, a write, a temporary to elide, a trace, autograd, jit — goes to the Python
+operator the C one stands in front of, before anything has changed. The results, errors,
+floating-point reports and memory figures are the Python path's; the test suite runs on
+both (``MINERVA_ACCEL=0`` turns the accelerator off; without a C compiler at install time
+there is none, and minerva runs the Python path).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+
+import numpy as np
+
+from minerva.builder import SEAM
+from minerva.common import fp_errors
+from minerva.common.callsite import user_callsite
+from minerva.current import Runtime
+from minerva.dag.nodes import COMPLETED, DataNode, Storage, new_node_id
+from minerva.device.base import detach_traceback
+from minerva.narray import NArray
+from minerva.ops.dtypes import NUMERIC_KINDS
+from minerva.ops.registry import ArraySpec
+from minerva.scheduler import state
+from minerva.scheduler.direct import AHEAD_BYTES, direct_error
+from minerva.scheduler.releases import Releasing
+from minerva.storage.base import Block
+
+try:
+    _lean = importlib.import_module("minerva._lean")   # a compiled module, no imports
+except ImportError:   # not compiled: the Python path alone
+    _lean = None
+
+ACTIVE = _lean is not None and fp_errors.EXTOBJ is not None \
+    and os.environ.get("MINERVA_ACCEL", "1") != "0"
+"""Whether operators take the C lean path (``minerva.accelerated()``)."""
+
+
+def failed(engine, op_def, spec, device, block, target, exc):
+    """The output value of a lean op whose kernel raised ``exc`` (called from C, under
+    the engine lock), as ``DirectPath.run_lean`` makes it: failed, its error naming the
+    user's line."""
+    out = state.settled_value(engine.dag, spec, device.device_id, True)
+    block.label, out.block, out.array = out, block, target
+    out.error = direct_error(op_def, detach_traceback(exc), out.node_id, device)
+    engine._failures.append(out.error)
+    return out
+
+
+def reported(errstate, op_def) -> None:
+    """Report the floating-point errors a lean op's kernel met, at the user's line (called
+    from C, after the engine lock)."""
+    fp_errors.report(errstate, fp_errors.take_direct_records(), op_def.name,
+                     user_callsite())
+
+
+def operator(python, op_def, scalar_op, elides: bool):
+    """NArray's operator ``python`` (over ``op_def``, or ``scalar_op`` with a Python
+    scalar), with its lean path in C where the accelerator is active and both ops call
+    the same NumPy function; else ``python`` itself."""
+    name = getattr(op_def.impl, "kernel_name", None)
+    if not ACTIVE or name is None or getattr(scalar_op.impl, "kernel_name", None) != name:
+        return python
+    return _lean.Operator(python, op_def, scalar_op, getattr(np, name), elides)
+
+
+def configure(elide_bytes: int) -> None:
+    """Hand the runtime's classes and constants to the accelerator, where it is active
+    (``elide_bytes``: from this size a Python operator may elide a temporary operand, so
+    the C one leaves such operands to it)."""
+    if not ACTIVE:
+        return
+    _lean.configure(
+        NArray=NArray, Storage=Storage, DataNode=DataNode, ArraySpec=ArraySpec,
+        Block=Block, Runtime=Runtime, SEAM=SEAM, new_node_id=new_node_id,
+        extobj=fp_errors.EXTOBJ, decoded=fp_errors.DECODED,
+        direct_records=fp_errors.DIRECT_RECORDS, numpy=np, failed=failed,
+        reported=reported, numeric_kinds=NUMERIC_KINDS, COMPLETED=COMPLETED,
+        ahead_bytes=AHEAD_BYTES, elide_bytes=elide_bytes, release=Releasing.release)
+    if not isinstance(Storage.__dict__["__del__"], _lean.Finalizer):
+        Storage.__del__ = _lean.Finalizer(Storage.__del__)

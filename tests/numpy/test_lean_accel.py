@@ -1,0 +1,153 @@
+"""The C accelerator of the lean path (minerva._lean, minerva/api/core/lean.py): operators
+taken in C give NumPy's bits, errors and warnings at the user's line, the Python path's
+memory figures; and the Python path alone (MINERVA_ACCEL=0) passes the same suites."""
+from __future__ import annotations
+
+import cProfile
+import os
+import pstats
+import subprocess
+import sys
+import warnings
+
+import numpy
+import pytest
+
+import minerva as mv
+from minerva.api.core import lean
+from minerva.common.errors import IntegerOverflowError, ShapeError
+from minerva.current import get_system
+
+accelerated = pytest.mark.skipif(not lean.ACTIVE, reason="the C accelerator is not built")
+OPERATORS = ("__add__", "__sub__", "__mul__", "__truediv__", "__pow__", "__floordiv__",
+             "__mod__", "__and__", "__or__", "__xor__")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _python_calls(run) -> int:
+    profile = cProfile.Profile()
+    profile.enable()
+    run()
+    profile.disable()
+    return sum(row[1] for row in pstats.Stats(profile).stats.values())
+
+
+@accelerated
+def test_a_tiny_chain_makes_no_python_call_per_op():
+    x = mv.zeros(4)
+
+    def chain(n):
+        y = x
+        for _ in range(n):
+            y = y + 1.0
+        return y
+    chain(10)
+    few, many = _python_calls(lambda: chain(10)), _python_calls(lambda: chain(1010))
+    assert many - few < 100   # 1000 more ops: well under one Python call each
+    numpy.testing.assert_array_equal(chain(1000).to_numpy(), numpy.zeros(4) + 1000.0)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_operator_chains_equal_numpy_bitwise(seed):
+    rng = numpy.random.default_rng(seed)
+    dtype = rng.choice(["float64", "float32", "int64", "int32", "complex128"])
+    kind = numpy.dtype(dtype).kind
+    a = (rng.standard_normal(7) * 10).astype(dtype) if kind != "i" else \
+        rng.integers(1, 50, 7).astype(dtype)
+    b = a[::-1].copy() + (1 if kind == "i" else 0.5)
+    names = [n for n in OPERATORS if kind in "fc" or n != "__truediv__"]
+    names = [n for n in names if kind == "i" or n not in ("__and__", "__or__", "__xor__")]
+    names = [n for n in names if kind != "c" or n not in ("__floordiv__", "__mod__")]
+    x, y, ex, ey = mv.array(a), mv.array(b), a, b
+    with numpy.errstate(all="ignore" if seed % 2 else "warn"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # both report the same warnings (test_errstate)
+        x, ex = _chain(rng, names, kind, x, y, ex, ey)
+    got = x.to_numpy()
+    assert got.tobytes() == ex.tobytes()
+
+
+def _chain(rng, names, kind, x, y, ex, ey):
+    for _ in range(30):
+        name = names[rng.integers(len(names))]
+        other = rng.integers(1, 4) if rng.random() < 0.5 else None
+        if name == "__pow__" and kind != "i":
+            other = 2.0 if other is not None else None
+        if other is None:
+            x, ex = getattr(x, name)(y), getattr(ex, name)(ey)
+        else:
+            scalar = float(other) if kind in "fc" and rng.random() < 0.5 else int(other)
+            x, ex = getattr(x, name)(scalar), getattr(ex, name)(scalar)
+        if kind == "i":
+            x, ex = x % 1000, ex % 1000
+        assert x.dtype == ex.dtype
+    return x, ex
+
+
+def test_a_bad_shape_raises_at_the_users_line():
+    with pytest.raises(ShapeError) as info:
+        mv.ones(3) + mv.ones(4)
+    assert any(str(entry.path) == __file__ for entry in info.traceback)
+
+
+def test_an_integer_out_of_bounds_raises_as_numpy_does():
+    small = mv.ones(3, dtype="int8")
+    numpy.testing.assert_array_equal((small + 100).to_numpy(), numpy.ones(3, "int8") + 100)
+    with pytest.raises(IntegerOverflowError):
+        small + 300
+    with pytest.raises(OverflowError):
+        numpy.ones(3, "int8") + 300
+
+
+def test_a_floating_point_warning_names_the_users_line():
+    x = mv.ones(4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        y = x / 0.0
+    numpy.testing.assert_array_equal(y.to_numpy(), numpy.ones(4) / numpy.zeros(4) + 0)
+    assert [w.category for w in caught] == [RuntimeWarning]
+    assert caught[0].filename == __file__
+
+
+def test_a_chain_hands_each_dead_block_to_the_next_output():
+    device = mv.create_cpu_device()
+    with mv.device(device):
+        y = mv.zeros(16)
+        y.wait()
+        store = get_system().devices.table[device].store
+        before = store.n_recycled
+        for _ in range(50):
+            y = y * 1.5 + 1.0
+        y.wait()
+        assert store.n_recycled - before >= 45   # a dead block handed over each step
+    expected = numpy.zeros(16)
+    for _ in range(50):
+        expected = expected * 1.5 + 1.0
+    assert y.to_numpy().tobytes() == expected.tobytes()
+
+
+def test_operators_with_views_and_traces_and_autograd_still_agree():
+    base = numpy.arange(12.0).reshape(3, 4)
+    x = mv.array(base)
+    assert ((x[1:] + 1.0) * x[:2]).to_numpy().tobytes() == ((base[1:] + 1.0) * base[:2]).tobytes()
+    w = mv.array(numpy.ones(3))
+    w.attach_grad()
+    with mv.autograd.record():
+        loss = (w * 2.0 + w).sum()
+    loss.backward()
+    numpy.testing.assert_array_equal(w.grad.to_numpy(), numpy.full(3, 3.0))
+
+
+def test_the_python_path_alone_passes_the_operator_suites():
+    """The pure-Python fallback, as a machine without a compiler runs it."""
+    env = dict(os.environ, MINERVA_ACCEL="0")
+    files = [os.path.join(HERE, name) for name in
+             ("test_lean_accel.py", "test_elision.py", "test_errstate.py", "test_programs.py")
+             if os.path.exists(os.path.join(HERE, name))]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-k", "not python_path_alone", *files],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    check = subprocess.run([sys.executable, "-c",
+                            "from minerva.api.core import lean; print(lean.ACTIVE)"],
+                           env=env, capture_output=True, text=True, timeout=60)
+    assert check.stdout.strip() == "False"
