@@ -98,6 +98,46 @@ def index(view: tuple, items: tuple) -> tuple:
     return tuple(new_shape), tuple(new_strides), offset
 
 
+def basic_index(view: tuple, items: tuple):
+    """``(index(view, items), is_scalar_index(items, ndim))`` in one pass for a basic
+    index (``ndim`` the view's), None for any other: the path of every ``x[i, j:k]``.
+    Exact ints and slices, no more than the view has axes, are read here; anything else
+    (None, Ellipsis, NumPy integers, an int out of bounds: its error) as ``index`` reads
+    it."""
+    shape, strides, offset = view
+    ndim = len(shape)
+    if len(items) > ndim:
+        return _basic_index_general(view, items)
+    new_shape, new_strides, n_ints = [], [], 0
+    for dim, item in enumerate(items):
+        kind = type(item)
+        if kind is int:
+            n = shape[dim]
+            if not -n <= item < n:
+                return _basic_index_general(view, items)
+            offset += (item + n if item < 0 else item) * strides[dim]
+            n_ints += 1
+        elif kind is slice:
+            start, stop, step = item.indices(shape[dim])
+            length = len(range(start, stop, step))
+            if length:
+                offset += start * strides[dim]
+            new_shape.append(length)
+            new_strides.append(strides[dim] * step)
+        else:
+            return _basic_index_general(view, items)
+    if len(items) < ndim:
+        new_shape.extend(shape[len(items):])
+        new_strides.extend(strides[len(items):])
+    return (tuple(new_shape), tuple(new_strides), offset), n_ints == ndim
+
+
+def _basic_index_general(view: tuple, items: tuple):
+    if not is_basic(items):
+        return None
+    return index(view, items), is_scalar_index(items, len(view[0]))
+
+
 def is_scalar_index(items: tuple, ndim: int) -> bool:
     """Whether ``a[items]`` picks one element by integers alone (NumPy gives a scalar, a
     copy, rather than a 0-d view)."""

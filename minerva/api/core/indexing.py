@@ -53,9 +53,9 @@ def getitem(x: NArray, key):
         if element is not None:
             return element
     items = key if type(key) is tuple else (key,)
-    if views.is_basic(items):
-        view = views.index(explicit_view(x), items)
-        scalar = views.is_scalar_index(items, x.ndim)
+    basic = views.basic_index(explicit_view(x), items)
+    if basic is not None:
+        view, scalar = basic
         if scalar and at_once:
             element = x._storage.engine.element_now(x._storage, _typed(x, view))
             if element is not None:
@@ -80,8 +80,9 @@ def _typed(x: NArray, view):
 def setitem(x: NArray, key, value) -> None:
     """``x[key] = value``: writes into ``x`` in place (value broadcast and cast to it)."""
     items = key if type(key) is tuple else (key,)
-    if views.is_basic(items):
-        value = assign(view_of(x, views.index(explicit_view(x), items)), value)
+    basic = views.basic_index(explicit_view(x), items)
+    if basic is not None:
+        value = assign(view_of(x, basic[0]), value)
         note_write(x, items, value)
         return
     check_writable(x)
