@@ -97,6 +97,7 @@ slot_offsets(PyTypeObject *type, const char **names, Py_ssize_t *offsets, int n)
 #define CACHE_SIZE 512
 typedef struct {
     PyObject *op, *spec, *other, *out;
+    int reverse;
 } CacheEntry;
 static CacheEntry Cache[CACHE_SIZE];
 
@@ -108,9 +109,11 @@ cache_slot(PyObject *op, PyObject *spec, PyObject *other)
 }
 
 static void
-cache_put(Py_ssize_t i, PyObject *op, PyObject *spec, PyObject *other, PyObject *out)
+cache_put(Py_ssize_t i, PyObject *op, PyObject *spec, PyObject *other, PyObject *out,
+          int reverse)
 {
     CacheEntry *e = &Cache[i];
+    e->reverse = reverse;
     Py_INCREF(op); Py_INCREF(spec); Py_INCREF(other); Py_INCREF(out);
     Py_XSETREF(e->op, op);
     Py_XSETREF(e->spec, spec);
@@ -140,17 +143,18 @@ numeric_spec(PyObject *spec)
     return found;
 }
 
-/* The output spec of `op` over `spec` and `other` (a second spec, or a Python scalar);
+/* The output spec of `op` over `spec` and `other` (a second spec, or a Python scalar,
+ * on the left when `reverse`);
  * new reference, NULL without an error set when the op must take the Python path (the
  * shape rule raises there, at the user's line), or an output that is not one numeric,
  * non-0-d array. */
 static PyObject *
-out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar)
+out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar, int reverse)
 {
     PyObject *key = scalar ? (PyObject *)Py_TYPE(other) : other;
-    Py_ssize_t i = cache_slot(op, spec, key);
+    Py_ssize_t i = (cache_slot(op, spec, key) + reverse) % CACHE_SIZE;
     CacheEntry *e = &Cache[i];
-    if (e->op == op && e->spec == spec && e->other == key) {
+    if (e->op == op && e->spec == spec && e->other == key && e->reverse == reverse) {
         Py_INCREF(e->out);
         return e->out;
     }
@@ -158,7 +162,8 @@ out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar)
     if (infer == NULL)
         goto python_path;
     if (scalar) {
-        PyObject *kwargs = Py_BuildValue("{OOOO}", s_scalar, other, s_reverse, Py_False);
+        PyObject *kwargs = Py_BuildValue("{OOOO}", s_scalar, other, s_reverse,
+                                         reverse ? Py_True : Py_False);
         PyObject *args = PyTuple_Pack(1, spec);
         if (kwargs != NULL && args != NULL)
             specs = PyObject_Call(infer, args, kwargs);
@@ -191,7 +196,7 @@ out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar)
         Py_DECREF(kind);
     }
     if (cacheable)
-        cache_put(i, op, spec, key, out);
+        cache_put(i, op, spec, key, out, reverse);
     Py_INCREF(out);
     Py_DECREF(specs);
     return out;
@@ -740,8 +745,8 @@ lean_locked(LeanOp *L, PyObject *errstate, PyObject *const *operands, int n_oper
         return got < 0 ? NULL : Py_NewRef(Py_None);
     /* operands: the inputs' arrays, the scalar where there is one */
     PyObject *args[2];
-    for (int i = 0; i < n_operands; i++)
-        args[i] = operands[i] != NULL ? operands[i] : L->call_args[i];
+    for (int i = 0, j = 0; i < n_operands; i++)   /* NULL: the next input's array */
+        args[i] = operands[i] != NULL ? operands[i] : L->call_args[j++];
     if (run_kernel(L, errstate, target, args, n_operands) < 0) {
         if (!PyErr_ExceptionMatches(PyExc_Exception)) {
             Py_DECREF(taken); Py_DECREF(target);   /* KeyboardInterrupt and the like */
@@ -840,6 +845,7 @@ typedef struct {
     PyObject *scalar_op;   /* the array-scalar op */
     PyObject *ufunc;       /* NumPy's ufunc for both */
     int elides;            /* whether Python may elide a temporary operand */
+    int reverse;           /* a reflected operator (`1.0 - x`): scalars only, on the left */
 } Operator;
 
 /* `a <op> b` on the lean path: a new handle, Py_None for the Python path, NULL on error. */
@@ -849,7 +855,7 @@ operator_lean(Operator *self, PyObject *a, PyObject *b)
     int scalar;
     if (PyFloat_CheckExact(b) || PyLong_CheckExact(b))
         scalar = 1;
-    else if (Py_IS_TYPE(b, NArrayType))
+    else if (Py_IS_TYPE(b, NArrayType) && !self->reverse)
         scalar = 0;
     else
         Py_RETURN_NONE;
@@ -881,7 +887,7 @@ operator_lean(Operator *self, PyObject *a, PyObject *b)
     LeanOp L = {0};
     L.op = op;
     L.ufunc = self->ufunc;
-    L.spec = out_spec(op, spec, other, scalar);
+    L.spec = out_spec(op, spec, other, scalar, self->reverse);
     if (L.spec == NULL) {
         Py_DECREF(system);
         Py_RETURN_NONE;
@@ -898,6 +904,10 @@ operator_lean(Operator *self, PyObject *a, PyObject *b)
     Py_DECREF(system);
     if (prepared > 0) {
         PyObject *operands[2] = {NULL, scalar ? b : NULL};
+        if (self->reverse) {
+            operands[0] = b;
+            operands[1] = NULL;
+        }
         result = lean_run(&L, operands, 2);
     } else if (prepared == 0) {
         Py_INCREF(Py_None);
@@ -928,10 +938,11 @@ static PyObject *
 operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *python, *op, *scalar_op, *ufunc;
-    int elides;
-    static char *names[] = {"python", "op", "scalar_op", "ufunc", "elides", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOp", names, &python, &op,
-                                     &scalar_op, &ufunc, &elides))
+    int elides, reverse = 0;
+    static char *names[] = {"python", "op", "scalar_op", "ufunc", "elides", "reverse",
+                            NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOp|p", names, &python, &op,
+                                     &scalar_op, &ufunc, &elides, &reverse))
         return NULL;
     Operator *self = (Operator *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -942,6 +953,7 @@ operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->scalar_op = Py_NewRef(scalar_op);
     self->ufunc = Py_NewRef(ufunc);
     self->elides = elides;
+    self->reverse = reverse;
     return (PyObject *)self;
 }
 

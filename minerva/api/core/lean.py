@@ -1,6 +1,6 @@
 """The optional C accelerator of the lean path (``minerva._lean``), configured here.
 
-An NArray operator (``x + 1.0``, ``x * y``) runs in C from its slot to the result handle
+An NArray operator (``x + 1.0``, ``x * y``, ``1.0 - x``) runs in C from its slot to the result handle
 when its operands are whole, computed values on a CPU device and the op is small enough
 for the calling thread, while nothing listens at the op-building seam and no trace
 records: the same steps as ``builder.build`` → ``DirectPath.run_lean``, with the shape
@@ -60,14 +60,15 @@ def reported(errstate, op_def) -> None:
                      user_callsite())
 
 
-def operator(python, op_def, scalar_op, elides: bool):
+def operator(python, op_def, scalar_op, elides: bool, reverse: bool = False):
     """NArray's operator ``python`` (over ``op_def``, or ``scalar_op`` with a Python
-    scalar), with its lean path in C where the accelerator is active and both ops call
-    the same NumPy function; else ``python`` itself."""
+    scalar; with ``reverse`` a reflected one, ``1.0 - x``, whose scalar is on the left),
+    with its lean path in C where the accelerator is active and both ops call the same
+    NumPy function; else ``python`` itself."""
     name = getattr(op_def.impl, "kernel_name", None)
     if not ACTIVE or name is None or getattr(scalar_op.impl, "kernel_name", None) != name:
         return python
-    return _lean.Operator(python, op_def, scalar_op, getattr(np, name), elides)
+    return _lean.Operator(python, op_def, scalar_op, getattr(np, name), elides, reverse)
 
 
 def configure(elide_bytes: int) -> None:

@@ -177,7 +177,7 @@ def power_method(in_place: bool = False):
 def reflected_method(name: str):
     """NArray's reflected operator for ufunc ``name`` (``__radd__``: ``other + x``); with
     a Python scalar, into ``x``'s buffer when ``x`` is a big temporary."""
-    scalar_op = registry.get(name + "_scalar")
+    op, scalar_op = registry.get(name), registry.get(name + "_scalar")
 
     def method(self, other):
         kind = type(other)
@@ -185,7 +185,7 @@ def reflected_method(name: str):
                 and self._spec.nbytes >= ELIDE_BYTES and _dying(self):
             return _into_dying(scalar_op, [self], {"scalar": other, "reverse": True}, self)
         return binary_op(name, self, other, reverse=True)
-    return method
+    return lean.operator(method, op, scalar_op, scalar_op.elementwise, reverse=True)
 
 
 def in_place_method(name: str):
