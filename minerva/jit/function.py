@@ -27,6 +27,7 @@ from minerva.current import get_system
 from minerva.jit.cache import MAX_PLANS, PlanCache
 from minerva.jit.capture import ARG, TMP, Capture
 from minerva.jit.fusion import LEVELS, fuse
+from minerva.jit.now import NOT_NOW, NowReplay, arena_of
 from minerva.jit.plan import segments_of
 from minerva.jit.segment import SegmentCall, SegmentRun
 from minerva.jit.signature import moved, offset_of, offsets, relative, signature
@@ -35,7 +36,7 @@ from minerva.ops import registry
 from minerva.ops.jit_op import JIT_REPLAY
 
 log = get_logger("minerva.jit")
-_EMPTY, _COPY, _ASSIGN = registry.get("empty"), registry.get("copy"), registry.get("assign")
+_COPY, _ASSIGN = registry.get("copy"), registry.get("assign")
 JIT_REPLAY.tiny_inline = False  # several outputs: small replays take run_nested_now
 
 
@@ -84,8 +85,15 @@ class Plan:
     @property
     def plan_bytes(self) -> int:
         """Bytes of the arenas (the tmps' persistent buffers)."""
-        variants = {id(v): v for v in (self.main, self._exact) if v is not None}
-        return sum(s.plan.arena_bytes for v in variants.values() for s in v.segments)
+        return sum(s.plan.arena_bytes for v in self._variants() for s in v.segments)
+
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes of the results kept for reuse that no handle holds (``minerva.jit.now``)."""
+        return sum(v.now.kept_bytes() for v in self._variants() if v.now)
+
+    def _variants(self) -> list:
+        return list({id(v): v for v in (self.main, self._exact) if v is not None}.values())
 
 
 class Variant:
@@ -100,6 +108,15 @@ class Variant:
         specs = [value.spec for value in plan.values]
         self.segments = [SegmentRun(p, specs) for p in plans]
         self.arenas = [None] * len(self.segments)
+        self.now = None   # its NowReplay, made at its first replay (False: none fits)
+
+    def now_replay(self, plan: "Plan"):
+        """The NowReplay of this variant of ``plan``, or False where none fits."""
+        now = self.now
+        if now is None:
+            now = self.now = NowReplay(plan, self, _rebuild) if NowReplay.fits(plan, self) \
+                else False
+        return now
 
 
 def _backend(device_id):
@@ -145,26 +162,43 @@ class JitFunction:
         self._engine = None  # the runtime the plans were recorded in
         self._counts = {"n_records": 0, "n_replays": 0, "n_checks": 0, "n_eager": 0}
         self._last = (0, 0, None)  # n_ops, n_segments, Fused of the last recorded plan
+        self._hot = None  # (key, plan) of the last call, when its plan is kept for any offsets
 
     def __call__(self, *args):
         if SEAM.hooks:  # autograd records around the call, or an outer jit captures it:
             self._counts["n_eager"] += 1  # they must see the ops, which a replay hides
             return self.fn(*args)
         system = get_system()
-        if system.engine is not self._engine:  # a new runtime: the plans' arrays are gone
+        engine = system.engine
+        if engine is not self._engine:  # a new runtime: the plans' arrays are gone
             self._plans.clear()
-            self._engine, self._last = system.engine, (0, 0, None)
+            self._engine, self._last, self._hot = engine, (0, 0, None), None
         key = signature(args, system.current_device())
-        plan = self._plans.get(key)
-        if plan is not None and plan.pinned is not None and plan.pinned != offsets(args):
-            key = (key, offsets(args))  # a plan kept for other offsets: one for these
-            plan = self._plans.get(key)
-        if plan is None:
-            return self._record(key, args)
+        hot = self._hot   # the most recently used plan: no look-up, already last in order
+        if hot is not None and hot[0] == key:
+            plan = hot[1]
+        else:
+            key, plan = self._lookup(key, args)
+            if plan is None:
+                return self._record(key, args)
         self._counts["n_replays"] += 1
         if self.check:
             return self._checked(plan, args)
-        return replay(plan, args)
+        return replay(plan, args, engine=engine)
+
+    def _lookup(self, key, args):
+        """``(key, plan)``: the key of the plan for ``args`` of signature ``key`` and that
+        plan (None: none yet); the plan becomes the hot one where it is kept for any
+        offsets."""
+        plan = self._plans.get(key)
+        if plan is not None and plan.pinned is not None:
+            if plan.pinned != offsets(args):
+                key = (key, offsets(args))  # a plan kept for other offsets: one for these
+                plan = self._plans.get(key)
+            self._hot = None
+        elif plan is not None:
+            self._hot = (key, plan)
+        return key, plan
 
     def stats(self) -> dict:
         """``n_records``, ``n_replays``, ``n_checks``, ``n_eager`` (calls run eagerly
@@ -172,14 +206,16 @@ class JitFunction:
         ``n_signatures`` (plans held), ``n_evictions`` (plans evicted to keep at most
         ``max_plans``), ``n_ops`` (of the last recorded plan), ``n_segments``, ``n_fused``
         (its ops inside fused kernels), ``n_fused_kernels`` (its fused kernels),
-        ``plan_bytes`` (of the plans held)."""
+        ``plan_bytes`` (of the plans held), ``kept_bytes`` (of their results kept for
+        reuse that no handle holds)."""
         plans = self._plans.values()
         n_ops, n_segments, fused = self._last
         return dict(self._counts, n_signatures=len(plans),
                     n_evictions=self._plans.n_evictions, n_ops=n_ops,
                     n_segments=n_segments, n_fused=fused.n_fused if fused else 0,
                     n_fused_kernels=len(fused.kernels) if fused else 0,
-                    plan_bytes=sum(p.plan_bytes for p in plans))
+                    plan_bytes=sum(p.plan_bytes for p in plans),
+                    kept_bytes=sum(p.kept_bytes for p in plans))
 
     def fused_kernels(self) -> list:
         """The fused kernels of the last recorded plan: for each, the ops it holds."""
@@ -199,6 +235,7 @@ class JitFunction:
         watched = _tmp_refs(capture, {vid for (vid, _), _ in results})
         plan = Plan(capture, result, results, args, self.fuse)
         _check_nothing_kept(capture, watched)
+        self._hot = None
         self._plans.put(key, plan)
         self._last = (plan.n_ops, len(plan.segments), plan.main.fused)
         self._counts["n_records"] += 1
@@ -224,20 +261,28 @@ class JitFunction:
         return replayed
 
 
-def replay(plan: Plan, args, created_at=None, seeds=None):
+def replay(plan: Plan, args, created_at=None, seeds=None, engine=None):
     """Run or submit one replay of ``plan`` with ``args``; the function's result, rebuilt.
     ``created_at``: the user's line (None: found only where needed); ``seeds`` maps the
-    recorded random seeds to this replay's (fresh ones by default)."""
-    engine = get_system().engine
-    storages = _inputs(plan, args)
+    recorded random seeds to this replay's (fresh ones by default); ``engine``: the
+    runtime's (None: the current one)."""
+    if engine is None:
+        engine = get_system().engine
     if seeds is None:
         seeds = {seed: seeding.next_seed() for seed in plan.seeds} if plan.seeds else None
+    variant = plan.variant()
+    now = variant.now_replay(plan)
+    if now:
+        result = now(engine, args, created_at, seeds)
+        if result is not NOT_NOW:
+            return result
+    storages = _inputs(plan, args)
     places = {vid: offset_of(args[index]) for vid, index in plan.movable.items()} \
         if plan.movable else None
-    variant = plan.variant()
     for k, run in enumerate(variant.segments):
         segment = SegmentCall(run, places) if places else run
-        _replay_segment(engine, variant, k, segment, storages, seeds, created_at)
+        _replay_segment(engine, variant, k, segment, storages, seeds, created_at,
+                        not now or k > 0)
     if plan.single is not None:
         (vid, view), spec = plan.single
         return NArray(storages[vid], moved(view, places[vid]) if places and vid in places
@@ -256,19 +301,21 @@ def _inputs(plan, args) -> dict:
     return storages
 
 
-def _replay_segment(engine, variant, k, segment, storages, seeds, created_at) -> None:
-    """Run segment ``k`` at once on the calling thread where it may
-    (``SegmentRun.runs_now``, ``Engine.run_nested_now``), else submit it as one op."""
+def _replay_segment(engine, variant, k, segment, storages, seeds, created_at,
+                    now=True) -> None:
+    """Run segment ``k`` at once on the calling thread where it may (``now``, and
+    ``SegmentRun.runs_now``, ``Engine.run_nested_now``), else submit it as one op."""
     run = variant.segments[k]
     p = run.plan
     reads = [storages[vid] for vid in p.reads]
     writes = [storages[vid] for vid in p.writes]
-    arena = _arena(variant, k, p) if p.arena_bytes else None
+    arena = arena_of(variant.arenas, k, p) if p.arena_bytes else None
     attrs = {"segment": segment, "seeds": seeds}
     outs = None
-    if run.runs_now(engine.devices.table[p.device]):
-        outs = engine.run_nested_now(JIT_REPLAY, attrs, reads, run.fresh_specs, writes,
-                                     p.device, arena, created_at)
+    device = engine.devices.table[p.device]
+    if now and run.runs_now(device):
+        outs = engine.run_nested_now(JIT_REPLAY, dict(attrs, device=device), reads,
+                                     run.fresh_specs, writes, p.device, arena, created_at)
     if outs is None:
         if arena is not None:
             writes.append(arena)
@@ -276,23 +323,6 @@ def _replay_segment(engine, variant, k, segment, storages, seeds, created_at) ->
                              None, [None] * len(p.exports) + writes)
     for vid, storage in zip(p.exports, outs):
         storages[vid] = storage
-
-
-def _arena(plan: Variant, k, p):
-    """The storage of segment ``k``'s arena, made on its first replay and kept (made anew
-    once a failed replay left it poisoned: the tmps it holds are never read across
-    replays, so the next replay need not fail too)."""
-    arena = plan.arenas[k]
-    if arena is None or arena._storage.current.error is not None:
-        system = get_system()
-        previous = system.chosen_device()
-        system.set_device(p.device)
-        try:
-            arena = plan.arenas[k] = build(_EMPTY, [], {"shape": (p.arena_bytes,),
-                                                        "dtype": np.dtype(np.uint8)})
-        finally:
-            system.set_device(previous)
-    return arena._storage
 
 
 def _tmp_refs(capture, returned: set) -> dict:

@@ -24,7 +24,6 @@ numbers, the same speed); the other steps call their kernels.
 from __future__ import annotations
 
 import functools
-import operator
 import time
 
 import numpy as np
@@ -74,7 +73,7 @@ class SegmentRun:
         self._static = None       # (arena array, device, table of arena-only entries)
         self._calls: list = []    # per step: its bound kernel, or None (bound per replay)
         self._routes = None       # (device, (threads, inline limit), routed per step, now)
-        self._last: list = []     # (device, arrays, table, calls) of recent replays
+        self._last: dict = {}     # (device, ids of arrays) -> (arrays, table, calls)
         self._xp = None
 
     def _slot(self, vid, view) -> int:
@@ -137,7 +136,10 @@ class SegmentRun:
             if offsets is None and self.runs_now(device):
                 calls = [call if call is not None else self._bound(compiled, table)
                          for compiled, call in zip(self.steps, calls)]
-                self._last = [(device, bases, table, calls)] + self._last[:REUSED - 1]
+                last = self._last
+                if len(last) >= REUSED:
+                    del last[next(iter(last))]
+                last[(device, *map(id, bases))] = (bases, table, calls)
         if trace is not None:
             self._run_traced(xp, table, calls, seeds, device, trace)
             return
@@ -154,11 +156,11 @@ class SegmentRun:
 
     def _reused(self, device, bases) -> tuple:
         """``(table, calls)`` of a recent replay of the same arrays (the same objects:
-        the pool hands a tiny replay's outputs the same blocks back), or ``(None, None)``."""
-        for last in self._last:
-            if last[0] is device and all(map(operator.is_, last[1], bases)):
-                return last[2], last[3]
-        return None, None
+        the pool hands a tiny replay's outputs the same blocks back, a kept result is
+        computed anew in its buffer), or ``(None, None)``. Kept by the ids of the
+        arrays, which the entry holds: an id there names no other object."""
+        last = self._last.get((device, *map(id, bases)))
+        return (None, None) if last is None else (last[1], last[2])
 
     def _run_traced(self, xp, table, calls, seeds, device, trace) -> None:
         """``run`` while a trace records: each step timed."""

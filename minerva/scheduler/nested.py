@@ -19,12 +19,13 @@ class NestedNow:
 
     def run_nested_now(self, op_def, attrs, storages, fresh, writes, device_id,
                        scratch=None, created_at=None):
-        """Run a jit replay's segment (``op_def`` is nested: its kernel gets the device)
-        at once on the calling thread, whole under the engine lock as the lean path runs
-        a tiny op. It reads the current values of ``storages``, makes fresh outputs of the
-        specs ``fresh`` and writes in place the values of ``writes`` (each storage's next
-        version) and of ``scratch`` (a plan's arena, which only that plan's replays use:
-        no new version while no trace records). It runs when the runtime has room, no
+        """Run a jit replay's segment (``op_def`` is nested: its kernel gets the device,
+        ``attrs["device"]``, set by the caller) at once on the calling thread, whole under
+        the engine lock as the lean path runs a tiny op. It reads the current values of
+        ``storages``, makes fresh outputs of the specs ``fresh`` and writes in place the
+        values of ``writes`` (each storage's next version) and of ``scratch`` (a plan's
+        arena, which only that plan's replays use: no new version while no trace
+        records). It runs when the runtime has room, no
         listener follows nodes, and every value it reads or writes is computed on
         ``device_id`` with no writer pending (one it writes: read by nothing pending and
         held by its storage alone); else None (nothing done: the DAG path). Returns the
@@ -71,6 +72,52 @@ class NestedNow:
                              created_at or user_callsite())
         return [Storage(out, self) for out in outs]
 
+    def rerun_nested_now(self, op_def, attrs, storages, kept, writes, device_id,
+                         scratch=None, created_at=None) -> bool:
+        """``run_nested_now`` of a segment whose outputs are the values of ``kept``:
+        storages of an earlier replay's results that only the caller holds (no handle).
+        Each is computed anew in its buffer, as it is: nothing else holds it, so no
+        version tells it apart (a trace, which names every value made, gets fresh ones:
+        False). The same conditions, the kept values' as the written ones'; True when
+        it ran (the kept storages are the outputs), else False (nothing done).
+        Deliberately flat: it is the whole cost of a tiny jitted call beyond its
+        kernels."""
+        hooks = self.hooks
+        if hooks.wants_nodes or hooks.active:
+            return False
+        device = self.devices.table[device_id]
+        errstate = fp_errors.caller_state()
+        ran, later, blocks = False, None, None
+        with self._lock:
+            if self._releases:
+                later = self._reap_locked(device_id, -1)[1]
+            arrays = None if self.closed or self.n_inflight >= self.max_pending else \
+                _now_inputs(self, storages, device_id)
+            targets = None if arrays is None else _now_writable(
+                self, kept + writes if scratch is None else kept + writes + [scratch],
+                device_id)
+            if targets is not None:
+                exc = device.cancelled or self.run_kernel(op_def.impl, device.xp, arrays,
+                                                          attrs, targets, errstate)
+                ran = True
+                if exc is None and not writes:   # the kept values stay as they are
+                    self.dag.n_completed_total += 1
+                else:
+                    made = [storage.current for storage in kept]
+                    dead = [_next_version(storage, made) for storage in writes]
+                    error = None if exc is None else \
+                        _nested_error(op_def, exc, made, device_id, created_at)
+                    _insert_settled(self, made, error)
+                    blocks = self._delete_locked(dead) if dead else None
+        if later:
+            self._free_blocks(later)
+        if blocks:
+            self._free_blocks(blocks)
+        if ran and fp_errors.DIRECT_RECORDS:   # floating-point errors met: the user's line
+            fp_errors.report(errstate, fp_errors.take_direct_records(), op_def.name,
+                             created_at or user_callsite())
+        return ran
+
 
 def _now_inputs(engine, storages, device_id: int):
     """The arrays of the inputs' current values, or None when one is not computed on
@@ -85,22 +132,34 @@ def _now_inputs(engine, storages, device_id: int):
     return arrays
 
 
+def _now_writable(engine, storages, device_id: int):
+    """The arrays of the values of ``storages``, each computed on ``device_id``, held by
+    its storage alone and read and written by nothing pending (a replay on the caller may
+    write it in place), as a tuple; None where one is not."""
+    arrays = []
+    for storage in storages:
+        base = storage.current
+        if base.state != COMPLETED or base.rc or base.writer is not None \
+                or base.extern_rc != 1 or base.device_id != device_id \
+                or storage.engine is not engine:
+            return None
+        arrays.append(base.array)
+    return tuple(arrays)
+
+
 def _now_outputs(engine, device, fresh, writes, scratch, handed=None):
     """``(fresh blocks, output arrays)``: the written values' buffers (each held by its
     storage alone, computed, read and written by nothing pending) and blocks for the
     fresh outputs (the first one ``handed``, a dead value's block of its size, when there
     is one), taken without the out-of-memory ladder; None where one fails (every block
     taken, ``handed`` too, given back)."""
-    device_id, written, store = device.device_id, [], device.store
-    for storage in writes if scratch is None else writes + [scratch]:
-        base = storage.current
-        if base.state != COMPLETED or base.rc or base.writer is not None \
-                or base.extern_rc != 1 or base.device_id != device_id \
-                or storage.engine is not engine:
-            if handed is not None:
-                store.free(handed)
-            return None
-        written.append(base.array)
+    device_id, store = device.device_id, device.store
+    written = _now_writable(engine, writes if scratch is None else writes + [scratch],
+                            device_id)
+    if written is None:
+        if handed is not None:
+            store.free(handed)
+        return None
     blocks, arrays = [], []
     for spec in fresh:
         if handed is not None:
@@ -116,7 +175,7 @@ def _now_outputs(engine, device, fresh, writes, scratch, handed=None):
             return None
         blocks.append(block)
         arrays.append(array)
-    return blocks, tuple(arrays + written)
+    return blocks, tuple(arrays) + written
 
 
 def _run_nested(engine, op_def, attrs, device, storages, arrays, taken, fresh, writes,
@@ -126,11 +185,11 @@ def _run_nested(engine, op_def, attrs, device, storages, arrays, taken, fresh, w
     computed or failed: ``(the fresh outputs, blocks to free after the lock)``."""
     hooks, device_id = engine.hooks, device.device_id
     record = None
-    attrs = dict(attrs, device=device)
     if hooks.active:   # the trace: the op as a record, on the caller's track
         inputs = [s.current for s in storages] + [s.current for s in writes]
         record = state.DirectOp(op_def, inputs, None, created_at or user_callsite())
-        attrs["trace"] = functools.partial(hooks.inner_op, device_id, record.node_id)
+        attrs = dict(attrs, trace=functools.partial(hooks.inner_op, device_id,
+                                                    record.node_id))
         hooks.op_started(record, device_id, device.caller_track, record.t_created)
     blocks, outs = taken
     exc = device.cancelled or engine.run_kernel(op_def.impl, device.xp, arrays, attrs, outs,

@@ -277,7 +277,8 @@ def test_stats_count_ops_segments_and_the_plan_bytes(engine):
     assert jitted.stats() == {"n_records": 1, "n_replays": 2, "n_checks": 0, "n_eager": 0,
                               "n_signatures": 1, "n_evictions": 0, "n_ops": 4,
                               "n_segments": 1, "n_fused": 0, "n_fused_kernels": 0,
-                              "plan_bytes": 2 * 4096}
+                              "plan_bytes": 2 * 4096,
+                              "kept_bytes": 2 * 4}   # both replays' results, dropped
 
 
 def test_drawn_and_explicit_seeds_mix(engine):

@@ -177,11 +177,14 @@ def test_after_replays_the_dag_is_empty_and_the_arena_is_freed_with_the_function
     results = [jitted(x) for _ in range(3)]
     plan_bytes = jitted.stats()["plan_bytes"]
     assert plan_bytes == 2 * 4096
+    assert jitted.stats()["kept_bytes"] == 0   # the results kept for reuse: all held
     del results
     mv.wait_for_all(timeout=30)
     stats = mv.dag_stats()
     assert stats["n_op_nodes"] == 0 and stats["n_pending"] == 0
-    assert mv.memory_stats()["in_use_bytes"] == x.nbytes + plan_bytes
+    kept = jitted.stats()["kept_bytes"]
+    assert kept == 2 * 4     # the last two results (float32 scalars), held by the plan alone
+    assert mv.memory_stats()["in_use_bytes"] == x.nbytes + plan_bytes + kept
     del jitted
     gc.collect()
     assert_settled(x)
