@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from threading import get_ident
 
@@ -16,21 +15,6 @@ from minerva.device.cpu.split import SPLIT_OUT_BYTES, RowSplitter
 from minerva.device.ready import STOP, ReadyQueue
 
 log = get_logger("minerva.device")
-
-SWITCH_INTERVAL_S = 0.0005
-"""The interpreter's thread switch interval, at most, once a CPU device is made: a device's
-worker runs each kernel with the GIL released and must take it back from the user's
-thread, which is issuing the next ops in Python and gives it up only at a blocking call or
-after the switch interval (5 ms by default). Measured on Benchpress's lattice_boltzmann
-(432 ops a step, most of 1.28 MB): kernels of about 60 us of CPU spent 1.47 s waiting for
-the GIL in all at 5 ms, 0.97 s at 0.5 ms (doc/benchpress.md). Only ever lowered."""
-
-
-def shorten_switch_interval(seconds: float = SWITCH_INTERVAL_S) -> None:
-    """Lower the interpreter's switch interval to ``seconds`` (never raise it: a program
-    that set a shorter one keeps it)."""
-    if sys.getswitchinterval() > seconds:
-        sys.setswitchinterval(seconds)
 
 
 class CpuDevice(Device):
@@ -59,7 +43,6 @@ class CpuDevice(Device):
                                         name=f"minerva-cpu{device_id}-worker")
         self._thread.start()
         self._worker_id = self._thread.ident
-        shorten_switch_interval()
 
     def submit(self, op) -> None:
         """Queue ``op`` for the worker thread (which runs its ready ops oldest first); a
