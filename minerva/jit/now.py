@@ -45,8 +45,8 @@ NOT_NOW = object()
 
 _refcount = getattr(sys, "getrefcount", None)
 _ALONE = 3
-"""``sys.getrefcount`` of a kept storage held by the plan alone, as ``_alone`` asks it:
-the kept list, the loop's name and the call's argument."""
+"""``sys.getrefcount`` of a kept storage held by the plan alone, asked in a loop over the
+kept list: that list, the loop's name and the call's argument."""
 
 
 class NowReplay:
@@ -72,7 +72,7 @@ class NowReplay:
         self.keeps = _refcount is not None and bool(p.exports) and \
             sum(spec.nbytes for spec in run.fresh_specs) <= KEEP_BYTES
         self.kept = [None, None]   # output storages of the last two replays (oldest first)
-        self._attrs = None         # (device, the replay op's attributes without seeds)
+        self._attrs = None         # the replay op's attributes on a device, no seeds
 
     @staticmethod
     def fits(plan, variant) -> bool:
@@ -95,14 +95,21 @@ class NowReplay:
             if self.writes else []
         p = run.plan
         arena = arena_of(self.arenas, 0, p) if p.arena_bytes else None
-        attrs = self._attrs_on(device, seeds)
+        attrs = self._attrs
+        if self.seeded:
+            attrs = {"segment": run, "seeds": seeds, "device": device}
+        elif attrs is None or attrs["device"] is not device:
+            attrs = self._attrs = {"segment": run, "seeds": None, "device": device}
         keeps, outs = self.keeps, None
-        if keeps:
-            oldest = self._reusable()
-            if oldest is not None and engine.rerun_nested_now(
-                    JIT_REPLAY, attrs, reads, oldest, writes, self.device_id, arena,
-                    created_at):
-                outs = oldest
+        if keeps and self.kept[0] is not None:
+            oldest = self.kept[0]   # reused where the plan alone holds all its storages
+            for storage in oldest:
+                if _refcount(storage) != _ALONE or weakref.getweakrefcount(storage):
+                    break
+            else:
+                if engine.rerun_nested_now(JIT_REPLAY, attrs, reads, oldest, writes,
+                                           self.device_id, arena, created_at):
+                    outs = oldest
         if outs is None:
             outs = engine.run_nested_now(JIT_REPLAY, attrs, reads, run.fresh_specs, writes,
                                          self.device_id, arena, created_at)
@@ -117,26 +124,6 @@ class NowReplay:
             return NArray(outs[k] if k is not None else held if held is not None
                           else args[index]._storage, view, spec)
         return self.rebuild(self.shape, iter([_result(r, outs, args) for r in self.results]))
-
-    def _attrs_on(self, device, seeds) -> dict:
-        if self.seeded:
-            return {"segment": self.run, "seeds": seeds, "device": device}
-        attrs = self._attrs
-        if attrs is None or attrs[0] is not device:
-            attrs = self._attrs = (device, {"segment": self.run, "seeds": None,
-                                            "device": device})
-        return attrs[1]
-
-    def _reusable(self):
-        """The output storages of the replay before the last, when the plan alone holds
-        every one of them; else None."""
-        oldest = self.kept[0]
-        if oldest is None:
-            return None
-        for storage in oldest:
-            if _refcount(storage) != _ALONE or weakref.getweakrefcount(storage):
-                return None
-        return oldest
 
     def kept_bytes(self) -> int:
         """Bytes of the kept storages that the plan alone holds."""

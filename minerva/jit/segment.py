@@ -129,8 +129,13 @@ class SegmentRun:
         arguments' storages); an error is annotated with the user's line of the step that
         raised it."""
         bases = (*arrays, *outs)
-        table, calls = self._reused(device, bases) if offsets is None else (None, None)
-        if table is None:
+        # a recent replay of the same arrays (the same objects: the pool hands a tiny
+        # replay's outputs the same blocks back, a kept result is computed anew in its
+        # buffer), by their ids: its entry holds them, so an id there names no other
+        recent = self._last.get((device, *map(id, bases))) if offsets is None else None
+        if recent is not None:
+            table, calls = recent[1], recent[2]
+        else:
             table = self._table(device, bases, offsets)
             calls = self._calls
             if offsets is None and self.runs_now(device):
@@ -153,14 +158,6 @@ class SegmentRun:
         except Exception as exc:
             _annotate(exc, self.steps[k][0])
             raise
-
-    def _reused(self, device, bases) -> tuple:
-        """``(table, calls)`` of a recent replay of the same arrays (the same objects:
-        the pool hands a tiny replay's outputs the same blocks back, a kept result is
-        computed anew in its buffer), or ``(None, None)``. Kept by the ids of the
-        arrays, which the entry holds: an id there names no other object."""
-        last = self._last.get((device, *map(id, bases)))
-        return (None, None) if last is None else (last[1], last[2])
 
     def _run_traced(self, xp, table, calls, seeds, device, trace) -> None:
         """``run`` while a trace records: each step timed."""

@@ -24,27 +24,23 @@ def signature(args, device) -> tuple:
     JitError for an argument that is neither an NArray nor hashable."""
     key = [device]
     first_on: dict = {}  # id(storage) -> (index, offset) of the first argument on it
-    for i, x in enumerate(args):
+    for i, x in enumerate(args):   # an array's key in line, no properties: a call's cost
         if isinstance(x, NArray):
-            key.append(_array_key(i, x, first_on))
+            storage, view, spec = x._storage, x._view, x._spec
+            current = storage.current
+            if view is None:
+                offset, layout = 0, None
+            else:
+                offset = view[2]
+                layout = (view[1], current.spec.shape, current.spec.dtype)
+            first, first_offset = first_on.setdefault(id(storage), (i, offset))
+            grad = None if x._grad_info is None else x.grad
+            key.append(("array", spec.shape, spec.dtype, current.device_id, layout, first,
+                        offset - first_offset, None if grad is None else id(grad._storage)))
         else:
             _check_hashable(i, x)
             key.append(("value", type(x), x))
     return tuple(key)
-
-
-def _array_key(i: int, x: NArray, first_on: dict) -> tuple:
-    storage, view, spec = x._storage, x._view, x._spec   # no properties: a call's cost
-    current = storage.current
-    if view is None:
-        offset, layout = 0, None
-    else:
-        offset = view[2]
-        layout = (view[1], current.spec.shape, current.spec.dtype)
-    first, first_offset = first_on.setdefault(id(storage), (i, offset))
-    grad = None if x._grad_info is None else x.grad
-    return ("array", spec.shape, spec.dtype, current.device_id, layout, first,
-            offset - first_offset, None if grad is None else id(grad._storage))
 
 
 def _check_hashable(i: int, x) -> None:

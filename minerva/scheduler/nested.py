@@ -87,15 +87,22 @@ class NestedNow:
             return False
         device = self.devices.table[device_id]
         errstate = fp_errors.caller_state()
-        ran, later, blocks = False, None, None
+        ran, later, blocks, targets = False, None, None, None
+        written = kept if not writes and scratch is None else \
+            kept + writes if scratch is None else kept + writes + [scratch]
         with self._lock:
             if self._releases:
                 later = self._reap_locked(device_id, -1)[1]
-            arrays = None if self.closed or self.n_inflight >= self.max_pending else \
-                _now_inputs(self, storages, device_id)
-            targets = None if arrays is None else _now_writable(
-                self, kept + writes if scratch is None else kept + writes + [scratch],
-                device_id)
+            arrays = None if self.closed or self.n_inflight >= self.max_pending else []
+            for storage in storages if arrays is not None else ():   # (_now_inputs)
+                data = storage.current
+                if data.state != COMPLETED or data.writer is not None \
+                        or data.device_id != device_id or storage.engine is not self:
+                    arrays = None
+                    break
+                arrays.append(data.array)
+            if arrays is not None:
+                targets = _now_writable(self, written, device_id)
             if targets is not None:
                 exc = device.cancelled or self.run_kernel(op_def.impl, device.xp, arrays,
                                                           attrs, targets, errstate)
