@@ -73,10 +73,12 @@ class Plan:
         """The SegmentRuns of the plan's fused variant."""
         return self.main.segments
 
-    def variant(self) -> "Variant":
+    def variant(self, errstate=None) -> "Variant":
         """The variant a call replays: the unfused one while the NumPy error state in force
-        raises on some floating-point error (fused kernels report none), else the main."""
-        if self.main.level == "none" or not _raises_now():
+        (``errstate``, the caller's decoded, when given) raises on some floating-point
+        error (fused kernels report none), else the main."""
+        if self.main.level == "none" or not (
+                _raises_now() if errstate is None else "raise" in errstate.modes.values()):
             return self.main
         if self._exact is None:
             self._exact = Variant(self, "none")
@@ -184,6 +186,14 @@ class JitFunction:
         self._counts["n_replays"] += 1
         if self.check:
             return self._checked(plan, args)
+        now = plan.main.now
+        if now and not now.seeded:   # one segment on the caller, in one step (jit/now.py)
+            errstate = fp_errors.caller_state()
+            if plan.variant(errstate) is plan.main:
+                result = now(engine, args, None, None, errstate)
+                if result is not NOT_NOW:
+                    return result
+                return replay(plan, args, engine=engine, tried=True)
         return replay(plan, args, engine=engine)
 
     def _lookup(self, key, args):
@@ -261,18 +271,19 @@ class JitFunction:
         return replayed
 
 
-def replay(plan: Plan, args, created_at=None, seeds=None, engine=None):
+def replay(plan: Plan, args, created_at=None, seeds=None, engine=None, tried=False):
     """Run or submit one replay of ``plan`` with ``args``; the function's result, rebuilt.
     ``created_at``: the user's line (None: found only where needed); ``seeds`` maps the
     recorded random seeds to this replay's (fresh ones by default); ``engine``: the
-    runtime's (None: the current one)."""
+    runtime's (None: the current one); ``tried``: the main variant's NowReplay could not
+    run now (its segment is submitted)."""
     if engine is None:
         engine = get_system().engine
     if seeds is None:
         seeds = {seed: seeding.next_seed() for seed in plan.seeds} if plan.seeds else None
     variant = plan.variant()
     now = variant.now_replay(plan)
-    if now:
+    if now and not tried:
         result = now(engine, args, created_at, seeds)
         if result is not NOT_NOW:
             return result

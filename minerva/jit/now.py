@@ -85,12 +85,16 @@ class NowReplay:
         return all(vid in known for vid in p.reads + p.writes) and all(
             vid in known or vid in p.exports for (vid, _), _ in plan.results)
 
-    def __call__(self, engine, args, created_at=None, seeds=None):
+    def __call__(self, engine, args, created_at=None, seeds=None, errstate=None):
+        """Replay with ``args`` on ``engine`` (``seeds``: as ``replay``'s; ``errstate``:
+        the caller's decoded error state, when known): the result, or ``NOT_NOW``."""
         run = self.run
         device = engine.devices.table[self.device_id]
         if not run.runs_now(device):
             return NOT_NOW
-        reads = [args[i]._storage if s is None else s for s, i in self.reads]
+        reads = []
+        for held, index in self.reads:   # (a loop: a comprehension is a call in 3.11)
+            reads.append(args[index]._storage if held is None else held)
         writes = [args[i]._storage if s is None else s for s, i in self.writes] \
             if self.writes else []
         p = run.plan
@@ -108,7 +112,7 @@ class NowReplay:
                     break
             else:
                 if engine.rerun_nested_now(JIT_REPLAY, attrs, reads, oldest, writes,
-                                           self.device_id, arena, created_at):
+                                           self.device_id, arena, created_at, errstate):
                     outs = oldest
         if outs is None:
             outs = engine.run_nested_now(JIT_REPLAY, attrs, reads, run.fresh_specs, writes,

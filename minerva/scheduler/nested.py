@@ -73,20 +73,22 @@ class NestedNow:
         return [Storage(out, self) for out in outs]
 
     def rerun_nested_now(self, op_def, attrs, storages, kept, writes, device_id,
-                         scratch=None, created_at=None) -> bool:
+                         scratch=None, created_at=None, errstate=None) -> bool:
         """``run_nested_now`` of a segment whose outputs are the values of ``kept``:
         storages of an earlier replay's results that only the caller holds (no handle).
         Each is computed anew in its buffer, as it is: nothing else holds it, so no
         version tells it apart (a trace, which names every value made, gets fresh ones:
         False). The same conditions, the kept values' as the written ones'; True when
         it ran (the kept storages are the outputs), else False (nothing done).
+        ``errstate``: the caller's (``fp_errors.caller_state``), when it has it.
         Deliberately flat: it is the whole cost of a tiny jitted call beyond its
         kernels."""
         hooks = self.hooks
         if hooks.wants_nodes or hooks.active:
             return False
         device = self.devices.table[device_id]
-        errstate = fp_errors.caller_state()
+        if errstate is None:
+            errstate = fp_errors.caller_state()
         ran, later, blocks, targets = False, None, None, None
         written = kept if not writes and scratch is None else \
             kept + writes if scratch is None else kept + writes + [scratch]
