@@ -2,7 +2,8 @@
 on the calling thread, without an op node (``Engine`` inherits it).
 
 It is the one path for tiny ops (``is_tiny``: inputs and output of at most the device's
-``inline_limit`` bytes, on a device that has one). Everything else — an input still
+``inline_limit`` bytes, an input read through a view counted as the view's elements, on a
+device that has one). Everything else — an input still
 pending or on another device, a value with pending readers to wait for, a copy to make
 first — takes the DAG path, where the device's own thread runs the op. A direct op reads
 the current versions of its inputs and makes a new version: of a fresh storage, or of the
@@ -46,16 +47,34 @@ program runs ahead of its devices, and a buffer made now — an upload in a loop
 would be held from now on rather than from when the ops before it have run."""
 
 
-def is_tiny(storages, spec, out_view, limit: int) -> bool:
-    """Whether an op reading ``storages`` and writing ``spec`` (through ``out_view``, when
-    it writes part of a buffer) touches at most ``limit`` bytes."""
+def is_tiny(storages, spec, out_view, limit: int, views=None) -> bool:
+    """Whether an op reading ``storages`` (through ``views``, one view or None per input,
+    when it reads parts of them) and writing ``spec`` (through ``out_view``, when it writes
+    part of a buffer) touches at most ``limit`` bytes."""
     if out_view is None:
         total = spec.nbytes
     else:
         total = math.prod(out_view[0]) * spec.dtype.itemsize
-    for storage in storages:
-        total += storage.current.spec.nbytes
-    return total <= limit
+    return total + input_bytes(storages, views) <= limit
+
+
+def input_bytes(storages, views) -> int:
+    """The bytes an op reads of the current values of ``storages``: a whole value's, or
+    through its view (``views``: None, or one view or None per input) the view's elements
+    at the itemsize it reads them as (``x[3, 1:399]`` of a 9x400x400 array: 398 of
+    them), as the kernel's work is the view's, not its buffer's."""
+    total = 0
+    if views is None:
+        for storage in storages:
+            total += storage.current.spec.nbytes
+        return total
+    for storage, view in zip(storages, views):
+        spec = storage.current.spec
+        if view is None:
+            total += spec.nbytes
+        else:
+            total += math.prod(view[0]) * getattr(view[1], "dtype", spec.dtype).itemsize
+    return total
 
 
 def run_kernel(impl, xp, arrays, attrs, target, errstate):
@@ -111,15 +130,13 @@ class DirectPath:
         if not limit:
             return None
         if out_views is None:
-            total = spec.nbytes
-            for storage in storages:
-                total += storage.current.spec.nbytes
+            total = spec.nbytes + input_bytes(storages, views)
             if total > limit:
                 return None
             if writes is None and not self.hooks.wants_nodes:
                 result = self.run_lean(op_def, attrs, storages, spec, device, views, total)
                 return None if result is None else [result]
-        elif not is_tiny(storages, spec, out_views[0], limit):
+        elif not is_tiny(storages, spec, out_views[0], limit, views):
             return None
         return self._run_direct(op_def, attrs, storages, spec, device,
                                 created_at or user_callsite(), views,
@@ -149,10 +166,9 @@ class DirectPath:
                 return None
         nbytes = spec.nbytes
         if total is None:
-            total = nbytes if out_view is None else \
-                math.prod(out_view[0]) * spec.dtype.itemsize
-            for storage in storages:
-                total += storage.current.spec.nbytes
+            total = (nbytes if out_view is None else
+                     math.prod(out_view[0]) * spec.dtype.itemsize) + \
+                input_bytes(storages, views)
             limit = device.inline_limit
             if not limit or total > limit:
                 return None
