@@ -6,7 +6,7 @@ API.md and doc/ for the contract.
 
 The namespace is every name of each chapter's ``__all__`` (``CHAPTERS``: the chapters of
 the NumPy face, ``minerva.api``, one per chapter of NumPy's "Routines" page, and the
-runtime's functions), found through ``__getattr__``; the sub-namespaces (``mv.linalg``,
+runtime's functions), the module's attributes (``NAMES``); the sub-namespaces (``mv.linalg``,
 ``mv.random``, ``mv.fft``, ``mv.emath``, ``mv.lib``, ``mv.nn``, ``mv.optim``, ``mv.autograd``,
 ``mv.profiler``, ``mv.dtypes``) are imported below. ``minerva.api.methods`` installs NArray's
 operators and methods. Every other public NumPy name (of ``numpy``, and of NArray as
@@ -53,6 +53,8 @@ CHAPTERS = (
 
 NAMES = {name: getattr(chapter, name) for chapter in CHAPTERS for name in chapter.__all__}
 """Every name of the namespace from ``CHAPTERS``, and what it names."""
+globals().update({name: value for name, value in NAMES.items() if name not in globals()})
+# (set here too, so ``np.exp`` in a user's loop is a plain attribute, not a call)
 
 ndarray = NArray
 __version__ = "0.2.0"
@@ -65,7 +67,8 @@ NArray.__getattr__ = _fallback.narray_attribute  # numpy.ndarray's names NArray 
 
 
 def __getattr__(name):
-    """A name of the namespace (``NAMES``); for a NumPy name minerva lacks, the host
+    """A name of the namespace (``NAMES``, which are attributes too: a name removed from
+    the module alone is still found here); for a NumPy name minerva lacks, the host
     fallback (``minerva.api.fallback``); AttributeError for names NumPy lacks."""
     try:
         return NAMES[name]

@@ -179,6 +179,8 @@ def _common_order(inputs, shape):
 
 
 def _write(system, op_def, inputs, attrs, out_specs, out):
+    if type(out) is NArray and len(out_specs) == 1:
+        return _write_one(system, op_def, inputs, attrs, out_specs[0], out)
     outs = out if isinstance(out, tuple) else (out,)
     if len(outs) != len(out_specs):
         raise ShapeError(f"{op_def.name}: needs {len(out_specs)} output array(s) in out=, "
@@ -210,6 +212,35 @@ def _write(system, op_def, inputs, attrs, out_specs, out):
             return out
     system.engine.submit(op_def, attrs, storages, [w.current.spec for w in writes],
                          outs[0].device, user_callsite(), views, writes, out_views)
+    return out
+
+
+def _write_one(system, op_def, inputs, attrs, spec, out):
+    """``_write`` of an op with one output into one NArray (``x += y``, ``x[i] = v``): the
+    same checks and paths, without the loops over several outputs."""
+    _check_target(op_def, out, spec)
+    if out._spec.dtype != spec.dtype:
+        build(ASSIGN, [build(op_def, inputs, attrs)], {"dtype": out._spec.dtype}, out=out)
+        return out
+    written = out._storage
+    views = None
+    for x in inputs:
+        if x._storage is written:
+            inputs = _unaliased(op_def, inputs, (out,))
+            break
+    for x in inputs:
+        if x._view is not None:
+            views = [y._view for y in inputs]
+            break
+    storages = [x._storage for x in inputs]
+    device = written.current.device_id
+    out_view = out._view
+    if system.engine.run_lean(op_def, attrs, storages, written.current.spec, device, views,
+                              None, written, out_view) is not None:
+        return out
+    system.engine.submit(op_def, attrs, storages, [written.current.spec], device,
+                         user_callsite(), views, [written],
+                         None if out_view is None else [out_view])
     return out
 
 

@@ -4,8 +4,8 @@ its gradient rules in ``<chapter>_grad.py`` beside it.
 
 Importing this package registers every op and every rule. Each ``<chapter>_grad.py``
 imports the ``<chapter>.py`` whose ops it gives rules to, so the list below may come in
-any order; the last step marks the ops that may run inline when tiny, and those that call
-BLAS.
+any order; the last steps mark the ops that may run inline when tiny, those that call
+BLAS, and those whose shape rules remember their answers.
 """
 from minerva.ops import (  # noqa: F401  (registration: every op, then its rules)
     copy,
@@ -44,3 +44,7 @@ registry.use_blas((
     "norm", "vector_norm", "cond", "matrix_power", "matrix_rank",          # linalg
     "conv2d", "conv2d_backward_data", "conv2d_backward_filter",            # im2col GEMMs
 ))
+
+registry.memoize_infer(
+    reductions.REDUCTIONS + reductions.ARG_REDUCTIONS + elementwise.UNARY
+    + ("matmul", "tensordot", "take_index", "put_index", "clip", "where"))

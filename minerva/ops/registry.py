@@ -149,6 +149,85 @@ def use_blas(op_names) -> None:
         _REGISTRY[name].blas = True
 
 
+def memoize_infer(op_names, limit: int = 4096) -> None:
+    """Give the ops named a shape rule that remembers its answers (``memoized``): for ops
+    whose rule is a pure function of the input specs and attributes and costs more than
+    looking it up (products, reductions, indexing, the one-operand element-wise ops)."""
+    for name in op_names:
+        op = _REGISTRY[name]
+        op.infer = memoized(op.infer, limit)
+
+
+def memoized(infer: Callable, limit: int = 4096) -> Callable:
+    """``infer`` remembering its results per (input shapes and dtypes, attributes), up to
+    ``limit`` of them (then it starts afresh); a call it cannot key (an attribute that is
+    not a plain value, ``memo_key``) or that raises is never remembered."""
+    memo: dict = {}
+
+    def rule(*specs, **attrs):
+        key = memo_key(specs, attrs)
+        if key is None:
+            return infer(*specs, **attrs)
+        found = memo.get(key)
+        if found is None:
+            found = infer(*specs, **attrs)
+            if len(memo) >= limit:
+                memo.clear()
+            memo[key] = found
+        return found
+    rule.__wrapped__ = infer
+    rule.memo = memo
+    return rule
+
+
+_PLAIN = frozenset({int, float, bool, complex, str, bytes, type(None)})
+_UNKEYED = object()
+
+
+def memo_key(specs: tuple, attrs: dict):
+    """A key telling apart every call of a shape rule that may answer differently: each
+    spec's shape and dtype, each attribute's name, type and value (so ``1``, ``1.0`` and
+    ``True`` differ); None when an argument is not a spec or an attribute is not a plain
+    value (``_value_key``)."""
+    key = []
+    for spec in specs:
+        if type(spec) is not ArraySpec:
+            return None
+        key.append(spec.shape)
+        key.append(spec.dtype)
+    for name, value in attrs.items():
+        kind = type(value)
+        item = (kind, value) if kind in _PLAIN else _value_key(value)
+        if item is _UNKEYED:
+            return None
+        key.append(name)
+        key.append(item)
+    return tuple(key)
+
+
+def _value_key(value):
+    """``value`` as a key with its type (tuples and slices item by item; dtypes, NumPy
+    scalars and objects compared by identity as they are), or ``_UNKEYED``."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return kind, value
+    if kind is tuple:
+        for v in value:
+            if type(v) is not int:
+                break
+        else:   # axes, shapes: ints alone
+            return tuple, value
+        items = tuple(_value_key(v) for v in value)
+        return _UNKEYED if any(item is _UNKEYED for item in items) else (tuple, items)
+    if kind is slice:
+        items = (_value_key(value.start), _value_key(value.stop), _value_key(value.step))
+        return _UNKEYED if any(item is _UNKEYED for item in items) else (slice, items)
+    if isinstance(value, (np.dtype, np.generic)) or (
+            kind.__eq__ is object.__eq__ and kind.__hash__ is object.__hash__):
+        return kind, value
+    return _UNKEYED
+
+
 def get(name: str) -> OpDef:
     """The op registered as ``name``."""
     try:

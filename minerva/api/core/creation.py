@@ -132,8 +132,12 @@ def _like(name, x, dtype, order, shape):
     new_shape = x.shape if shape is None else check_shape(shape)
     if order == "K" and len(new_shape) != x.ndim:
         order = "C"  # NumPy: another number of axes is laid out in C order
-    axes = memory_order(order, new_shape, x.strides if len(new_shape) == x.ndim else (),
-                        x.flags.c_contiguous, x.flags.f_contiguous)
+    if type(x) is NArray and x._view is None:   # a whole value: C order, no flags to read
+        axes = memory_order(order, new_shape, (), True, False)
+    else:
+        flags = x.flags
+        axes = memory_order(order, new_shape, x.strides if len(new_shape) == x.ndim else (),
+                            flags.c_contiguous, flags.f_contiguous)
     return new_shape, check_dtype(dtype, x.dtype), axes
 
 
