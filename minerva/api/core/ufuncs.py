@@ -209,7 +209,19 @@ def unary_method(name: str):
 def _binary_function(name: str):
     apply = compare if name in comparisons.OPERATORS else binary_op
 
+    def positional(x1, x2):
+        """``name(x1, x2)`` of an NArray ``x1``, with no ``out=`` and no keywords."""
+        result = apply(name, x1, x2)
+        if result is NotImplemented:
+            raise TypeError(f"{name}: unsupported operand types {type(x1).__name__} and "
+                            f"{type(x2).__name__}")
+        return result
+    if apply is binary_op:   # as the operator ``x1 + x2`` runs: in C where it can
+        positional = lean.operator(positional, _OPS[name], _SCALAR_OPS[name], False)
+
     def function(x1, x2, /, out=None, **kwargs):
+        if out is None and not kwargs and type(x1) is NArray:   # the common call
+            return positional(x1, x2)
         if kwargs and not ufunc_keywords.plain(kwargs):
             return ufunc_keywords.call(name, (x1, x2), _every_output(name, out), kwargs)
         out = _outputs(name, out)
@@ -232,7 +244,12 @@ def _binary_function(name: str):
 
 
 def _unary_function(name: str):
+    op = _OPS[name]
+
     def function(x, /, out=None, **kwargs):
+        if out is None and not kwargs and type(x) is NArray \
+                and not x._storage.engine.closed:   # the common call
+            return build(op, [x])
         if kwargs and not ufunc_keywords.plain(kwargs):
             return ufunc_keywords.call(name, (x,), _every_output(name, out), kwargs)
         return unary_op(name, to_narray(x, name), _outputs(name, out))
