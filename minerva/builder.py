@@ -218,14 +218,16 @@ def _write(system, op_def, inputs, attrs, out_specs, out):
 def _write_one(system, op_def, inputs, attrs, spec, out):
     """``_write`` of an op with one output into one NArray (``x += y``, ``x[i] = v``): the
     same checks and paths, without the loops over several outputs."""
-    _check_target(op_def, out, spec)
-    if out._spec.dtype != spec.dtype:
-        build(ASSIGN, [build(op_def, inputs, attrs)], {"dtype": out._spec.dtype}, out=out)
-        return out
-    written = out._storage
+    target = out._spec
+    if out._readonly or target.shape != spec.shape or target.dtype != spec.dtype:
+        _check_target(op_def, out, spec)   # raises, or passes a broadcast or a cast
+        if target.dtype != spec.dtype:
+            build(ASSIGN, [build(op_def, inputs, attrs)], {"dtype": target.dtype}, out=out)
+            return out
+    written, out_view = out._storage, out._view
     views = None
     for x in inputs:
-        if x._storage is written:
+        if x._storage is written and not (op_def.elementwise and x._view == out_view):
             inputs = _unaliased(op_def, inputs, (out,))
             break
     for x in inputs:
@@ -234,7 +236,6 @@ def _write_one(system, op_def, inputs, attrs, spec, out):
             break
     storages = [x._storage for x in inputs]
     device = written.current.device_id
-    out_view = out._view
     if system.engine.run_lean(op_def, attrs, storages, written.current.spec, device, views,
                               None, written, out_view) is not None:
         return out

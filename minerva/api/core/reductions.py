@@ -32,6 +32,12 @@ def _reduce(name: str, a, axis, dtype, out, keepdims, initial, where, extra: dic
     """``numpy.<name>`` (``sum`` ... ``all``): one op over ``axis``; with ``initial`` or
     ``where``, NumPy's ufunc reduction (``add.reduce`` ...: ``_folded``); ``out=`` of
     another dtype receives the result cast unsafely, as NumPy's reductions cast it."""
+    if not extra and dtype is None and out is None and type(a) is NArray \
+            and initial is _NO_VALUE and (where is True or where is _NO_VALUE) \
+            and (axis is None or type(axis) is int) and not a._storage.engine.closed:
+        attrs = {"axis": normalize_axis(name, axis, len(a._spec.shape)),   # the common call
+                 "keepdims": False if keepdims is _NO_VALUE else bool(keepdims)}
+        return build(_OPS(name), [a], attrs)
     no_extras(name, extra, ("dtype",))  # dtype=None: what minerva's ufunc folds pass
     keepdims = False if keepdims is _NO_VALUE else keepdims
     where = True if where is _NO_VALUE else where

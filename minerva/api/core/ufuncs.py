@@ -191,7 +191,16 @@ def reflected_method(name: str):
 def in_place_method(name: str):
     """NArray's in-place operator for ufunc ``name`` (``__iadd__``: ``x += other`` writes
     into ``x``)."""
+    op, scalar_op = registry.get(name), registry.get(name + "_scalar")
+
     def method(self, other):
+        kind = type(other)
+        if kind is NArray:   # the common cases, as ``binary_op`` builds them
+            build(op, [self, other], out=self)
+            return self
+        if kind is float or kind is int:
+            build(scalar_op, [self], {"scalar": other, "reverse": False}, self)
+            return self
         result = binary_op(name, self, other, out=self)
         if result is NotImplemented:
             return NotImplemented
