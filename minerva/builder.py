@@ -57,12 +57,16 @@ def build(op_def, inputs, attrs=EMPTY, out=None):
         result = None
         spec = out_specs[0]
         if len(out_specs) == 1 and spec.dtype.kind in NUMERIC_KINDS:
+            views = None
             for x in inputs:
                 if x._view is not None:
+                    views = [y._view for y in inputs]
                     break
-            else:   # the lean path first: a tiny op of computed inputs runs here and now
+            # the lean path first: a tiny op of computed inputs runs here and now (an
+            # element-wise one reading a view keeps its inputs' order: ``_keep_order``)
+            if views is None or not op_def.elementwise:
                 storage = system.engine.run_lean(op_def, attrs, [x._storage for x in inputs],
-                                                 spec, system.current_device())
+                                                 spec, system.current_device(), views)
                 if storage is not None:
                     result = NArray(storage, None, spec)
         if result is None:

@@ -195,9 +195,15 @@ def memo_key(specs: tuple, attrs: dict):
             return None
         key.append(spec.shape)
         key.append(spec.dtype)
+    if not attrs:
+        return tuple(key)
+    values = tuple(attrs.values())
+    kinds = tuple(map(type, values))
+    if _PLAIN.issuperset(kinds):   # plain values alone: their types tell them apart
+        key += (tuple(attrs), values, kinds)
+        return tuple(key)
     for name, value in attrs.items():
-        kind = type(value)
-        item = (kind, value) if kind in _PLAIN else _value_key(value)
+        item = _value_key(value)
         if item is _UNKEYED:
             return None
         key.append(name)
