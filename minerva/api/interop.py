@@ -167,7 +167,11 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if any(_overrides_ufuncs(x) for x in inputs) or not all(
             o is None or isinstance(o, (NArray, np.ndarray)) for o in outs):
         return NotImplemented
-    function = lookup("numpy", ufunc.__name__) if _is_numpys(ufunc) else None
+    function = None
+    if _is_numpys(ufunc):   # the package's attribute of its name, as ``lookup`` finds it
+        function = _namespace.get(ufunc.__name__)
+        if function is None or isinstance(function, (type, _types.ModuleType)):
+            function = lookup("numpy", ufunc.__name__)
     if function is None and _host_fallback is not None:  # scipy.special.erf, str_len ...
         function = _foreign_ufunc(ufunc)
     if function is None:
