@@ -14,6 +14,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <time.h>
 
 /* an exception held aside (Python 3.11 has no PyErr_GetRaisedException) */
 typedef struct { PyObject *type, *value, *tb; } Held;
@@ -37,6 +38,8 @@ static PyObject *NumericKinds;     /* "biufc" */
 static long Completed;             /* the COMPLETED state */
 static Py_ssize_t AheadBytes, ElideBytes;
 static PyObject *Zero, *One, *CompletedObj, *KwOut;
+static PyObject *PackageDir;       /* callsite.PACKAGE_DIR: a frame inside is not the user's */
+static PyObject *FinishedTag;      /* recorder.FINISHED, the first field of an op's record */
 
 /* slot offsets, read off the classes' member descriptors */
 enum { A_STORAGE, A_VIEW, A_SPEC, A_GRAD, A_READONLY, A_OWNDATA, A_SCALAR, A_BASE, A_N };
@@ -53,8 +56,8 @@ static const char *DataSlots[D_N] = {
     "array", "error", "waiter", "dead", "created_at"};
 enum { P_SHAPE, P_DTYPE, P_NBYTES, P_N };
 static const char *SpecSlots[P_N] = {"shape", "dtype", "nbytes"};
-enum { B_NBYTES, B_LABEL, B_VIEW_KEY, B_VIEW, B_N };
-static const char *BlockSlots[B_N] = {"nbytes", "label", "view_key", "view"};
+enum { B_NBYTES, B_LABEL, B_VIEW_KEY, B_VIEW, B_SIZE, B_STREAM, B_N };
+static const char *BlockSlots[B_N] = {"nbytes", "label", "view_key", "view", "size", "stream"};
 
 static Py_ssize_t ArrayOff[A_N], StorageOff[S_N], DataOff[D_N], SpecOff[P_N], BlockOff[B_N];
 
@@ -62,12 +65,13 @@ static Py_ssize_t ArrayOff[A_N], StorageOff[S_N], DataOff[D_N], SpecOff[P_N], Bl
 
 /* interned attribute names */
 static PyObject *s_system, *s_hooks, *s_engine, *s_local, *s_device, *s_devices, *s_table,
-    *s_tiny_inline, *s_blas, *s_wants_nodes, *s_active, *s_inline_limit, *s_store, *s_xp,
+    *s_tiny_inline, *s_blas, *s_inline_limit, *s_store, *s_xp,
     *s_lock, *s_releases, *s_closed, *s_n_inflight, *s_max_pending, *s_recycles,
     *s_reap_locked, *s_delete_locked, *s_popleft, *s_appendleft, *s_append,
     *s_kicks_releases, *s_release_posted, *s_kick_releases, *s_free, *s_cancelled, *s_alloc_array, *s_array, *s_n_recycled,
     *s_dag, *s_data, *s_n_completed_total, *s_free_blocks, *s_quiet, *s_direct, *s_infer,
-    *s_acquire, *s_release, *s_scalar, *s_reverse, *s_kind;
+    *s_acquire, *s_release, *s_scalar, *s_reverse, *s_kind,
+    *s_caller_track, *s_name, *s_lean_trace;
 
 /* Set `*obj` to the slot at `off`, or fail when the slot is empty. */
 static int
@@ -324,18 +328,22 @@ new_storage(PyObject *current, PyObject *engine)
 /* What one lean op needs, gathered before the engine lock. */
 typedef struct {
     PyObject *engine, *device, *device_id, *store, *lock, *releases;
-    PyObject *op, *ufunc, *spec;           /* borrowed */
+    PyObject *op, *name, *ufunc, *spec;    /* borrowed */
     PyObject *inputs[2];                   /* storages, borrowed */
     int n_inputs;
     PyObject *call_args[3];                /* the ufunc's operands and out */
     Py_ssize_t nbytes, total;
+    PyObject *record, *track;              /* while a trace records: its append, the track */
+    PyObject *exc;                         /* the kernel's exception, for the record */
+    long long started;                     /* when the kernel began (ns), for the record */
 } LeanOp;
 
 static void
 lean_clear(LeanOp *L)
 {
     Py_CLEAR(L->engine); Py_CLEAR(L->device); Py_CLEAR(L->device_id); Py_CLEAR(L->store);
-    Py_CLEAR(L->lock); Py_CLEAR(L->releases);
+    Py_CLEAR(L->lock); Py_CLEAR(L->releases); Py_CLEAR(L->record); Py_CLEAR(L->track);
+    Py_CLEAR(L->exc);
 }
 
 /* The ufunc into `target`, under the caller's error state (`run_kernel`); 0, or -1 with
@@ -399,6 +407,547 @@ caller_state(void)
     return PyTuple_GET_ITEM(known, 0);
 }
 
+/* ---- the trace record -------------------------------------------------------------- */
+
+/* While a trace records, a lean op appends its record itself: the same flat tuple the
+ * Recorder's `op_finished` makes of a Python lean op (`DirectPath._announce_lean`), the
+ * user's line found by a walk out of the package's frames, times read off the clock
+ * `time.perf_counter_ns` reads. Only where the Recorder is the one listener and follows
+ * no nodes (`HookBus.append_finished`); any other listener takes the Python path. */
+
+static inline long long
+now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);   /* time.perf_counter_ns's clock on Linux */
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Code object -> whether its file lies inside the package, and the line of the last
+ * instruction offset asked for (direct-mapped; entries hold their code objects, so an
+ * address is never reused while cached). */
+#define CODE_CACHE 64
+typedef struct { PyObject *code; int inside, lasti, line; } CodeEntry;
+static CodeEntry CodeCache[CODE_CACHE];
+
+static CodeEntry *
+code_entry(PyCodeObject *code)
+{
+    CodeEntry *e = &CodeCache[((size_t)code >> 4) % CODE_CACHE];
+    if (e->code == (PyObject *)code)
+        return e;
+    int inside = (int)PyUnicode_Tailmatch(code->co_filename, PackageDir, 0, PY_SSIZE_T_MAX,
+                                          -1);
+    if (inside < 0)
+        return NULL;
+    Py_XSETREF(e->code, Py_NewRef((PyObject *)code));
+    e->inside = inside;
+    e->lasti = -1;
+    return e;
+}
+
+/* The user's line (`callsite.user_callsite`): the file (new reference) and line of the
+ * innermost frame outside the package; ("<minerva>", 0) when there is none. */
+static int
+user_line(PyObject **file, int *line)
+{
+    PyFrameObject *frame = PyEval_GetFrame();
+    Py_XINCREF(frame);
+    while (frame != NULL) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        CodeEntry *e = code_entry(code);
+        int inside = e == NULL ? -1 : e->inside;
+        if (inside == 0) {
+            *file = Py_NewRef(code->co_filename);
+            int lasti = PyFrame_GetLasti(frame);   /* the line table is read once per offset */
+            if (e->lasti != lasti) {
+                e->line = PyFrame_GetLineNumber(frame);
+                e->lasti = lasti;
+            }
+            *line = e->line;
+        }
+        Py_DECREF(code);
+        if (inside <= 0) {
+            Py_DECREF(frame);
+            return inside;
+        }
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    *line = 0;
+    *file = PyUnicode_FromString("<minerva>");
+    return *file == NULL ? -1 : 0;
+}
+
+/* Whether the op may run here with the engine's `hooks` as they are (1), or must take
+ * the Python path (0: `hooks.lean_trace` is None). While the Recorder records, its
+ * append and the caller's track go into `L`. */
+static int
+trace_prepare(LeanOp *L, PyObject *hooks)
+{
+    PyObject *trace = PyObject_GetAttr(hooks, s_lean_trace);
+    if (trace == NULL || trace == Py_False || trace == Py_None) {
+        int rc = trace == NULL ? -1 : trace == Py_False;
+        Py_XDECREF(trace);
+        return rc;
+    }
+    L->record = trace;
+    L->track = PyObject_GetAttr(L->device, s_caller_track);
+    return L->track == NULL ? -1 : 1;
+}
+
+/* A record: a tuple's fields in an object the garbage collector does not count (a
+ * tuple per op would bring its collections on more often, and the trace's cost is the
+ * collector's more than the record's); `Recorder.snapshot` makes it a tuple. */
+typedef struct {
+    PyObject_VAR_HEAD
+    PyObject *items[1];
+} Record;
+
+static void
+record_dealloc(Record *self)
+{
+    for (Py_ssize_t i = 0; i < Py_SIZE(self); i++)
+        Py_XDECREF(self->items[i]);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t
+record_length(Record *self)
+{
+    return Py_SIZE(self);
+}
+
+static PyObject *
+record_item(Record *self, Py_ssize_t i)
+{
+    if (i < 0 || i >= Py_SIZE(self)) {
+        PyErr_SetString(PyExc_IndexError, "record index out of range");
+        return NULL;
+    }
+    return Py_NewRef(self->items[i]);
+}
+
+static PySequenceMethods record_sequence = {
+    .sq_length = (lenfunc)record_length,
+    .sq_item = (ssizeargfunc)record_item,
+};
+
+static PyTypeObject RecordType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "minerva._lean.Record",
+    .tp_doc = "A lean op's trace record: a tuple's fields, outside the collector's count.",
+    .tp_basicsize = offsetof(Record, items),
+    .tp_itemsize = sizeof(PyObject *),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)record_dealloc,
+    .tp_free = PyObject_Free,
+    .tp_as_sequence = &record_sequence,
+};
+
+static inline void
+put(Record *record, Py_ssize_t *i, PyObject *item)   /* steals `item` (NULL: failed) */
+{
+    record->items[(*i)++] = item;
+}
+
+/* The record of the lean op `L` that made value `out`: `(FINISHED, op_id, name,
+ * device_id, track, t_created, t_start, t_end, error, file, line, n_inputs, *input_ids,
+ * node_id, storage_id, version, dtype, ndim, *shape)`, appended. */
+static int
+trace_record(LeanOp *L, PyObject *out)
+{
+    PyObject *file;
+    int line;
+    if (user_line(&file, &line) < 0)
+        return -1;
+    long long ended = now_ns();
+    PyObject *spec = SLOT(out, DataOff[D_SPEC]);
+    PyObject *shape = SLOT(spec, SpecOff[P_SHAPE]);
+    Py_ssize_t ndim = PyTuple_GET_SIZE(shape), i = 0;
+    Py_ssize_t n = 12 + L->n_inputs + 5 + ndim;
+    Record *record = PyObject_NewVar(Record, &RecordType, n);
+    if (record == NULL) {
+        Py_DECREF(file);
+        return -1;
+    }
+    memset(record->items, 0, n * sizeof(PyObject *));
+    PyObject *started = PyLong_FromLongLong(L->started);
+    put(record, &i, Py_NewRef(FinishedTag));
+    put(record, &i, PyObject_CallNoArgs(NewNodeId));
+    put(record, &i, Py_NewRef(L->name));
+    put(record, &i, Py_NewRef(L->device_id));
+    put(record, &i, Py_NewRef(L->track));
+    put(record, &i, Py_XNewRef(started));
+    put(record, &i, started);
+    put(record, &i, PyLong_FromLongLong(ended));
+    put(record, &i, Py_NewRef(L->exc != NULL ? L->exc : Py_None));
+    put(record, &i, file);
+    put(record, &i, PyLong_FromLong(line));
+    put(record, &i, PyLong_FromLong(L->n_inputs));
+    for (int k = 0; k < L->n_inputs; k++)
+        put(record, &i, Py_NewRef(SLOT(SLOT(L->inputs[k], StorageOff[S_CURRENT]),
+                                       DataOff[D_NODE_ID])));
+    put(record, &i, Py_NewRef(SLOT(out, DataOff[D_NODE_ID])));
+    put(record, &i, Py_NewRef(SLOT(out, DataOff[D_STORAGE_ID])));
+    put(record, &i, Py_NewRef(SLOT(out, DataOff[D_VERSION])));
+    put(record, &i, Py_NewRef(SLOT(spec, SpecOff[P_DTYPE])));
+    put(record, &i, PyLong_FromSsize_t(ndim));
+    for (Py_ssize_t k = 0; k < ndim; k++)
+        put(record, &i, Py_NewRef(PyTuple_GET_ITEM(shape, k)));
+    for (Py_ssize_t k = 0; k < i; k++) {
+        if (record->items[k] == NULL) {   /* a failed call above */
+            Py_DECREF(record);
+            return -1;
+        }
+    }
+    PyObject *r = PyObject_CallOneArg(L->record, (PyObject *)record);
+    Py_DECREF(record);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* ---- the store's fast paths ------------------------------------------------------- */
+
+/* A pooled store's two O(1) paths (`PooledDataStore.alloc_array` taking the newest
+ * freed block of the size, `Device.free` → `PooledDataStore.free` putting a block on its
+ * stack), step for step, on the store's own attributes under its own lock; with the
+ * memory event a trace records. Only for a store of exactly that class whose strategy
+ * rounds to granules and caches, and whose hooks leave it to C (`lean_trace` not None);
+ * anything else — a miss, another store, another listener — calls the Python method. */
+
+static PyTypeObject *PooledType;   /* minerva.storage.pooled.PooledDataStore */
+static PyObject *RoundGranule;     /* strategies.round_granule */
+static Py_ssize_t Granule;
+static PyObject *DeviceFree;       /* Device.free, which `store_free` stands for */
+static PyObject *AllocTag, *FreeTag;   /* recorder.ALLOC, recorder.FREE */
+static PyObject *s__round, *s__caches, *s__lock, *s__recent, *s__recent_bytes, *s__n_hits,
+    *s__live, *s__n_allocs, *s__in_use, *s__peak, *s__n_frees, *s_device_id, *s_label,
+    *s_empty;
+
+/* The store's attributes (its `__dict__`, borrowed), when its fast paths may run in C:
+ * the memory event's append into `*record` (a new reference; NULL when no trace
+ * records). NULL without an error when not. */
+static PyObject *
+store_dict(PyObject *store, PyObject **record)
+{
+    *record = NULL;
+    if (!Py_IS_TYPE(store, PooledType))
+        return NULL;
+    PyObject *d = PyObject_GenericGetDict(store, NULL);
+    Py_XDECREF(d);   /* held by the store */
+    if (d == NULL || PyDict_GetItemWithError(d, s__round) != RoundGranule ||
+            PyDict_GetItemWithError(d, s__caches) != Py_True)
+        return NULL;
+    PyObject *hooks = PyDict_GetItemWithError(d, s_hooks);
+    PyObject *trace = hooks == NULL ? NULL : PyObject_GetAttr(hooks, s_lean_trace);
+    if (trace == NULL || trace == Py_None) {
+        Py_XDECREF(trace);
+        return NULL;
+    }
+    if (trace == Py_False)
+        Py_DECREF(trace);
+    else
+        *record = trace;
+    return d;
+}
+
+/* `d[name] += delta` for an int counter; its new value, or -1 with an error set. */
+static Py_ssize_t
+count(PyObject *d, PyObject *name, Py_ssize_t delta)
+{
+    PyObject *value = PyDict_GetItemWithError(d, name);
+    Py_ssize_t n = value == NULL ? -1 : PyLong_AsSsize_t(value);
+    if (n == -1 && (value == NULL || PyErr_Occurred())) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_AttributeError, "store has no %U", name);
+        return -1;
+    }
+    PyObject *sum = PyLong_FromSsize_t(n + delta);
+    int rc = sum == NULL ? -1 : PyDict_SetItem(d, name, sum);
+    Py_XDECREF(sum);
+    return rc < 0 ? -1 : n + delta;
+}
+
+static int
+lock_call(PyObject *d, PyObject *method)
+{
+    PyObject *lock = PyDict_GetItemWithError(d, s__lock);
+    PyObject *r = lock == NULL ? NULL : PyObject_CallMethodNoArgs(lock, method);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* A memory event `(tag, device_id, in_use, t_ns)` appended with `record` (consumed). */
+static int
+memory_record(PyObject *record, PyObject *tag, PyObject *d, Py_ssize_t in_use)
+{
+    Record *event = PyObject_NewVar(Record, &RecordType, 4);
+    PyObject *device_id = PyDict_GetItemWithError(d, s_device_id);
+    if (event == NULL || device_id == NULL) {
+        Py_XDECREF(event);
+        Py_DECREF(record);
+        return -1;
+    }
+    event->items[0] = Py_NewRef(tag);
+    event->items[1] = Py_NewRef(device_id);
+    event->items[2] = PyLong_FromSsize_t(in_use);
+    event->items[3] = PyLong_FromLongLong(now_ns());
+    PyObject *r = event->items[2] == NULL || event->items[3] == NULL ? NULL :
+        PyObject_CallOneArg(record, (PyObject *)event);
+    Py_DECREF(event);
+    Py_DECREF(record);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* Under the store's lock: the newest freed block of `size` bytes (new reference) made
+ * live for `nbytes`, its in-use total into `*in_use`; Py_None when there is none. */
+static PyObject *
+take_recent(PyObject *d, Py_ssize_t size, Py_ssize_t nbytes, Py_ssize_t *in_use)
+{
+    PyObject *recent = PyDict_GetItemWithError(d, s__recent);
+    PyObject *key = recent == NULL ? NULL : Py_BuildValue("(On)", Py_None, size);
+    PyObject *stack = key == NULL ? NULL : PyDict_GetItemWithError(recent, key);
+    Py_XDECREF(key);
+    if (stack == NULL || !PyList_CheckExact(stack) || PyList_GET_SIZE(stack) == 0)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    Py_ssize_t last = PyList_GET_SIZE(stack) - 1;
+    PyObject *block = Py_NewRef(PyList_GET_ITEM(stack, last));
+    PyObject *n = PyLong_FromSsize_t(nbytes);
+    if (n == NULL || PyList_SetSlice(stack, last, last + 1, NULL) < 0 ||
+            count(d, s__recent_bytes, -size) < 0 || count(d, s__n_hits, 1) < 0 ||
+            PySet_Add(PyDict_GetItemWithError(d, s__live), block) < 0 ||
+            count(d, s__n_allocs, 1) < 0 || (*in_use = count(d, s__in_use, nbytes)) < 0) {
+        Py_XDECREF(n);
+        Py_DECREF(block);
+        return NULL;
+    }
+    Py_XSETREF(SLOT(block, BlockOff[B_NBYTES]), n);
+    PyObject *peak = PyDict_GetItemWithError(d, s__peak);
+    Py_ssize_t before = peak == NULL ? -1 : PyLong_AsSsize_t(peak);
+    if (before < 0 || (*in_use > before && count(d, s__peak, *in_use - before) < 0)) {
+        Py_DECREF(block);
+        return NULL;
+    }
+    return block;
+}
+
+/* `store.alloc_array(nbytes, ...)`'s block from the recent stack of its size, in C: the
+ * block (new reference), Py_None when the Python method must run (a miss, or a store
+ * C does not know), NULL on error. */
+static PyObject *
+store_take(PyObject *store, Py_ssize_t nbytes)
+{
+    PyObject *record;
+    PyObject *d = store_dict(store, &record);
+    if (d == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    Py_ssize_t size = nbytes <= Granule ? Granule : (nbytes + Granule - 1) / Granule * Granule;
+    Py_ssize_t in_use = 0;
+    PyObject *block = NULL;
+    if (lock_call(d, s_acquire) == 0) {
+        block = take_recent(d, size, nbytes, &in_use);
+        Held held;
+        HOLD(held);
+        int rc = lock_call(d, s_release);
+        if (HELD(held))
+            RESTORE(held);
+        else if (rc < 0)
+            Py_CLEAR(block);
+    }
+    if (block != NULL && block != Py_None && record != NULL) {
+        if (memory_record(record, AllocTag, d, in_use) < 0)
+            Py_CLEAR(block);
+        record = NULL;
+    }
+    Py_XDECREF(record);
+    return block;
+}
+
+/* `store.free(block)` in C where the store is pooled: 1 when done, 0 when the Python
+ * method must run, -1 on error. */
+static int
+pooled_free(PyObject *store, PyObject *block)
+{
+    PyObject *record;
+    PyObject *d = PyObject_TypeCheck(block, BlockType) ? store_dict(store, &record) : NULL;
+    if (d == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *live = PyDict_GetItemWithError(d, s__live);
+    PyObject *size = SLOT(block, BlockOff[B_SIZE]), *stream = SLOT(block, BlockOff[B_STREAM]);
+    PyObject *nbytes = SLOT(block, BlockOff[B_NBYTES]);
+    if (live == NULL || size == NULL || stream == NULL || nbytes == NULL ||
+            !PySet_Contains(live, block)) {   /* the Python method raises */
+        Py_XDECREF(record);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    Py_ssize_t in_use = -1, n = PyLong_AsSsize_t(nbytes), sz = PyLong_AsSsize_t(size);
+    int rc = PyErr_Occurred() ? -1 : lock_call(d, s_acquire);
+    if (rc == 0) {
+        PyObject *recent = PyDict_GetItemWithError(d, s__recent);
+        PyObject *key = recent == NULL ? NULL : PyTuple_Pack(2, stream, size);
+        PyObject *stack = key == NULL ? NULL : PyDict_GetItemWithError(recent, key);
+        if (key == NULL || PySet_Discard(live, block) < 0 ||
+                (in_use = count(d, s__in_use, -n)) < 0 || count(d, s__n_frees, 1) < 0)
+            rc = -1;
+        else if (stack != NULL)
+            rc = PyList_Append(stack, block);
+        else if (!PyErr_Occurred()) {
+            PyObject *fresh = PyList_New(1);
+            if (fresh != NULL)
+                PyList_SET_ITEM(fresh, 0, Py_NewRef(block));
+            rc = fresh == NULL ? -1 : PyDict_SetItem(recent, key, fresh);
+            Py_XDECREF(fresh);
+        } else
+            rc = -1;
+        if (rc == 0 && count(d, s__recent_bytes, sz) < 0)
+            rc = -1;
+        Py_XDECREF(key);
+        Held held;
+        HOLD(held);
+        int released = lock_call(d, s_release);
+        if (HELD(held))
+            RESTORE(held);
+        else if (released < 0)
+            rc = -1;
+    }
+    if (rc == 0 && record != NULL) {
+        rc = memory_record(record, FreeTag, d, in_use);
+        record = NULL;
+    }
+    Py_XDECREF(record);
+    return rc < 0 ? -1 : 1;
+}
+
+/* `device.free(block)` in C where the device is a plain one and its store pooled: 1 when
+ * done, 0 when the Python method must run, -1 on error. */
+static int
+store_free(PyObject *device, PyObject *block)
+{
+    if (_PyType_Lookup(Py_TYPE(device), s_free) != DeviceFree ||
+            !PyObject_TypeCheck(block, BlockType))
+        return 0;
+    PyObject *store = PyObject_GetAttr(device, s_store);
+    if (store == NULL)
+        return -1;
+    set_slot(block, BlockOff[B_LABEL], s_empty);
+    int rc = pooled_free(store, block);
+    Py_DECREF(store);
+    return rc;
+}
+
+/* `store.alloc_array(nbytes, shape, dtype[, ladder])` from the recent stack in C: the
+ * `(block, array)` pair, Py_None when the Python method must run, NULL on error. */
+static PyObject *
+pooled_alloc_array(PyObject *store, PyObject *const *args, Py_ssize_t n)
+{
+    if (n < 3 || n > 4 || !PyLong_CheckExact(args[0]))
+        Py_RETURN_NONE;
+    Py_ssize_t nbytes = PyLong_AsSsize_t(args[0]);
+    if (nbytes < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *block = store_take(store, nbytes);
+    if (block == NULL || block == Py_None)
+        return block;
+    PyObject *key = SLOT(block, BlockOff[B_VIEW_KEY]), *view;
+    int same = key != NULL && PyTuple_CheckExact(key) && PyTuple_GET_SIZE(key) == 2;
+    if (same)
+        same = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 0), args[1], Py_EQ);
+    if (same > 0)
+        same = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 1), args[2], Py_EQ);
+    if (same < 0) {
+        Py_DECREF(block);
+        return NULL;
+    }
+    view = same ? Py_NewRef(SLOT(block, BlockOff[B_VIEW])) :
+        PyObject_CallMethodObjArgs(store, s_array, block, args[1], args[2], NULL);
+    PyObject *pair = view == NULL ? NULL : PyTuple_Pack(2, block, view);
+    Py_DECREF(block);
+    Py_XDECREF(view);
+    return pair;
+}
+
+/* ---- the store's methods, in front of their Python twins ---------------------------- */
+
+enum { M_FREE, M_ALLOC_ARRAY };
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *python;      /* the Python method it stands in front of */
+    int kind;              /* M_FREE or M_ALLOC_ARRAY */
+} StoreMethod;
+
+static PyObject *
+store_method_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                        PyObject *kwnames)
+{
+    StoreMethod *self = (StoreMethod *)callable;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (kwnames == NULL && n >= 1 && PooledType != NULL && Py_IS_TYPE(args[0], PooledType)) {
+        if (self->kind == M_FREE && n == 2) {
+            int done = pooled_free(args[0], args[1]);
+            if (done != 0)
+                return done < 0 ? NULL : Py_NewRef(Py_None);
+        } else if (self->kind == M_ALLOC_ARRAY) {
+            PyObject *pair = pooled_alloc_array(args[0], args + 1, n - 1);
+            if (pair != Py_None)
+                return pair;
+            Py_DECREF(pair);
+        }
+    }
+    return PyObject_Vectorcall(self->python, args, nargsf, kwnames);
+}
+
+static PyObject *
+store_method_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *python;
+    const char *kind;
+    static char *names[] = {"python", "kind", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os", names, &python, &kind))
+        return NULL;
+    int k = strcmp(kind, "free") == 0 ? M_FREE :
+            strcmp(kind, "alloc_array") == 0 ? M_ALLOC_ARRAY : -1;
+    if (k < 0) {
+        PyErr_Format(PyExc_ValueError, "no C path for store method %s", kind);
+        return NULL;
+    }
+    StoreMethod *self = (StoreMethod *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = store_method_vectorcall;
+    self->python = Py_NewRef(python);
+    self->kind = k;
+    return (PyObject *)self;
+}
+
+static int
+store_method_traverse(StoreMethod *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->python);
+    return 0;
+}
+
+static int
+store_method_clear(StoreMethod *self)
+{
+    Py_CLEAR(self->python);
+    return 0;
+}
+
+static void
+store_method_dealloc(StoreMethod *self)
+{
+    PyObject_GC_UnTrack(self);
+    store_method_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
 /* Gather the engine, device and store for `L`; 1 when the op may take the lean path,
  * 0 when not (nothing changed), -1 on error. */
 static int
@@ -440,11 +989,10 @@ lean_prepare(LeanOp *L, PyObject *system)
     PyObject *hooks = PyObject_GetAttr(L->engine, s_hooks);
     if (hooks == NULL)
         return -1;
-    int nodes = attr_true(hooks, s_wants_nodes);
-    int active = nodes == 0 ? attr_true(hooks, s_active) : 0;
+    int traced = trace_prepare(L, hooks);
     Py_DECREF(hooks);
-    if (nodes != 0 || active != 0)
-        return (nodes < 0 || active < 0) ? -1 : 0;
+    if (traced <= 0)
+        return traced;
     PyObject *xp = PyObject_GetAttr(L->device, s_xp);
     if (xp == NULL)
         return -1;
@@ -503,43 +1051,57 @@ lean_ready(LeanOp *L)
     return 1;
 }
 
+/* `block` (a new reference, consumed) viewed as the output into `*target` (its last
+ * view when that fits, else `store.array`); 1, or -1 on error. */
+static int
+view_block(LeanOp *L, PyObject *block, PyObject **block_out, PyObject **target)
+{
+    PyObject *shape = SLOT(L->spec, SpecOff[P_SHAPE]), *dtype = SLOT(L->spec, SpecOff[P_DTYPE]);
+    PyObject *key = SLOT(block, BlockOff[B_VIEW_KEY]);
+    int same = 0;
+    if (key != NULL && PyTuple_CheckExact(key) && PyTuple_GET_SIZE(key) == 2) {
+        same = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 0), shape, Py_EQ);
+        if (same > 0)
+            same = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 1), dtype, Py_EQ);
+    }
+    if (same < 0) {
+        Py_DECREF(block);
+        return -1;
+    }
+    if (same) {
+        *target = Py_NewRef(SLOT(block, BlockOff[B_VIEW]));
+    } else {
+        *target = PyObject_CallMethodObjArgs(L->store, s_array, block, shape, dtype, NULL);
+        if (*target == NULL) {
+            Py_DECREF(block);
+            return -1;
+        }
+    }
+    *block_out = block;
+    return 1;
+}
+
 /* The output's block and array, under the lock: the handed-over `block` (a new
  * reference, consumed) viewed as the output, else one taken from the store without the
  * out-of-memory ladder. 1 with both set, 0 when the store has none (the DAG path). */
 static int
 lean_target(LeanOp *L, PyObject *block, PyObject **block_out, PyObject **target)
 {
-    PyObject *shape = SLOT(L->spec, SpecOff[P_SHAPE]), *dtype = SLOT(L->spec, SpecOff[P_DTYPE]);
     if (block != Py_None) {
         if (attr_add(L->store, s_n_recycled, 1) < 0) {
             Py_DECREF(block);
             return -1;
         }
-        PyObject *key = SLOT(block, BlockOff[B_VIEW_KEY]);
-        int same = 0;
-        if (key != NULL && PyTuple_CheckExact(key) && PyTuple_GET_SIZE(key) == 2) {
-            same = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 0), shape, Py_EQ);
-            if (same > 0)
-                same = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 1), dtype, Py_EQ);
-        }
-        if (same < 0) {
-            Py_DECREF(block);
-            return -1;
-        }
-        if (same) {
-            *target = SLOT(block, BlockOff[B_VIEW]);
-            Py_INCREF(*target);
-        } else {
-            *target = PyObject_CallMethodObjArgs(L->store, s_array, block, shape, dtype, NULL);
-            if (*target == NULL) {
-                Py_DECREF(block);
-                return -1;
-            }
-        }
-        *block_out = block;
-        return 1;
+        return view_block(L, block, block_out, target);
     }
     Py_DECREF(block);
+    block = store_take(L->store, L->nbytes);   /* the store's fast path, in C */
+    if (block == NULL)
+        return -1;
+    if (block != Py_None)
+        return view_block(L, block, block_out, target);
+    Py_DECREF(block);
+    PyObject *shape = SLOT(L->spec, SpecOff[P_SHAPE]), *dtype = SLOT(L->spec, SpecOff[P_DTYPE]);
     PyObject *nbytes = PyLong_FromSsize_t(L->nbytes);
     if (nbytes == NULL)
         return -1;
@@ -648,11 +1210,12 @@ reap_block(LeanOp *L, PyObject *data, PyObject *block, Py_ssize_t nbytes, PyObje
         }
     }
     PyObject *device = PyObject_GetItem(table, SLOT(data, DataOff[D_DEVICE_ID]));
-    PyObject *r = device == NULL ? NULL : PyObject_CallMethodOneArg(device, s_free, block);
+    int done = device == NULL ? -1 : store_free(device, block);   /* in C where it can */
+    PyObject *r = done != 0 ? NULL : PyObject_CallMethodOneArg(device, s_free, block);
     Py_XDECREF(device);
     Py_DECREF(block);
     Py_XDECREF(r);
-    return r == NULL ? -1 : 0;
+    return done > 0 || r != NULL ? 0 : -1;
 }
 
 /* The queued releases applied in one pass (`Releasing._reap_locked`): the block handed
@@ -747,6 +1310,8 @@ lean_locked(LeanOp *L, PyObject *errstate, PyObject *const *operands, int n_oper
     PyObject *args[2];
     for (int i = 0, j = 0; i < n_operands; i++)   /* NULL: the next input's array */
         args[i] = operands[i] != NULL ? operands[i] : L->call_args[j++];
+    if (L->record != NULL)
+        L->started = now_ns();
     if (run_kernel(L, errstate, target, args, n_operands) < 0) {
         if (!PyErr_ExceptionMatches(PyExc_Exception)) {
             Py_DECREF(taken); Py_DECREF(target);   /* KeyboardInterrupt and the like */
@@ -761,7 +1326,7 @@ lean_locked(LeanOp *L, PyObject *errstate, PyObject *const *operands, int n_oper
         PyList_SetSlice(DirectRecords, 0, PY_SSIZE_T_MAX, NULL);
         out = exc == NULL ? NULL : PyObject_CallFunctionObjArgs(
             Failed, L->engine, L->op, L->spec, L->device, taken, target, exc, NULL);
-        Py_XDECREF(exc);
+        L->exc = exc;   /* the record's error */
     } else {
         PyObject *dag = PyObject_GetAttr(L->engine, s_dag);
         out = dag == NULL ? NULL : settled_value(dag, L->spec, L->device_id);
@@ -816,6 +1381,11 @@ lean_run(LeanOp *L, PyObject *const *operands, int n_operands)
         Py_DECREF(errstate);
         return out;
     }
+    if (L->record != NULL && trace_record(L, out) < 0) {
+        Py_DECREF(errstate);
+        Py_DECREF(out);
+        return NULL;
+    }
     if (PyList_GET_SIZE(DirectRecords)) {   /* floating-point errors: at the user's line */
         r = PyObject_CallFunctionObjArgs(Reported, errstate, L->op, NULL);
         if (r == NULL) {
@@ -844,6 +1414,7 @@ typedef struct {
     PyObject *op;          /* the array-array op */
     PyObject *scalar_op;   /* the array-scalar op */
     PyObject *ufunc;       /* NumPy's ufunc for both */
+    PyObject *names[2];    /* the two ops' names (a trace record's): op, scalar_op */
     int elides;            /* whether Python may elide a temporary operand */
     int reverse;           /* a reflected operator (`1.0 - x`): scalars only, on the left */
 } Operator;
@@ -886,6 +1457,7 @@ operator_lean(Operator *self, PyObject *a, PyObject *b)
     PyObject *result = Py_None;
     LeanOp L = {0};
     L.op = op;
+    L.name = self->names[scalar];
     L.ufunc = self->ufunc;
     L.spec = out_spec(op, spec, other, scalar, self->reverse);
     if (L.spec == NULL) {
@@ -952,6 +1524,12 @@ operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->op = Py_NewRef(op);
     self->scalar_op = Py_NewRef(scalar_op);
     self->ufunc = Py_NewRef(ufunc);
+    self->names[0] = PyObject_GetAttr(op, s_name);
+    self->names[1] = PyObject_GetAttr(scalar_op, s_name);
+    if (self->names[0] == NULL || self->names[1] == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
     self->elides = elides;
     self->reverse = reverse;
     return (PyObject *)self;
@@ -961,7 +1539,7 @@ static int
 operator_traverse(Operator *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->python); Py_VISIT(self->op); Py_VISIT(self->scalar_op);
-    Py_VISIT(self->ufunc);
+    Py_VISIT(self->ufunc); Py_VISIT(self->names[0]); Py_VISIT(self->names[1]);
     return 0;
 }
 
@@ -969,7 +1547,7 @@ static int
 operator_clear(Operator *self)
 {
     Py_CLEAR(self->python); Py_CLEAR(self->op); Py_CLEAR(self->scalar_op);
-    Py_CLEAR(self->ufunc);
+    Py_CLEAR(self->ufunc); Py_CLEAR(self->names[0]); Py_CLEAR(self->names[1]);
     return 0;
 }
 
@@ -1151,6 +1729,49 @@ static PyTypeObject FinalizerType = {
     .tp_members = finalizer_members,
 };
 
+static PyObject *
+method_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    if (obj == NULL || obj == Py_None)
+        return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *
+method_getattro(PyObject *self, PyObject *name)
+{
+    /* the Python method's name and docstring */
+    PyObject *found = PyObject_GenericGetAttr(self, name);
+    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
+        return found;
+    PyErr_Clear();
+    return PyObject_GetAttr(((StoreMethod *)self)->python, name);
+}
+
+static PyMemberDef store_method_members[] = {
+    {"python", T_OBJECT, offsetof(StoreMethod, python), READONLY,
+     "the Python method it stands in front of"},
+    {NULL}};
+
+static PyTypeObject StoreMethodType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "minerva._lean.StoreMethod",
+    .tp_doc = "A pooled store's free or alloc_array with its O(1) path in C, in front of "
+              "its Python twin.",
+    .tp_basicsize = sizeof(StoreMethod),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_new = store_method_new,
+    .tp_traverse = (traverseproc)store_method_traverse,
+    .tp_clear = (inquiry)store_method_clear,
+    .tp_dealloc = (destructor)store_method_dealloc,
+    .tp_descr_get = method_get,
+    .tp_getattro = method_getattro,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(StoreMethod, vectorcall),
+    .tp_members = store_method_members,
+};
+
 /* ---- configure ---------------------------------------------------------------------- */
 
 static int
@@ -1184,7 +1805,7 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_TypeError, "configure takes keyword arguments only");
         return NULL;
     }
-    PyObject *completed = NULL, *ahead = NULL, *elide = NULL;
+    PyObject *completed = NULL, *ahead = NULL, *elide = NULL, *granule = NULL;
     if (take_type(kwargs, "NArray", &NArrayType) < 0 ||
             take_type(kwargs, "Storage", &StorageType) < 0 ||
             take_type(kwargs, "DataNode", &DataNodeType) < 0 ||
@@ -1200,16 +1821,24 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             take(kwargs, "release", &EngineRelease) < 0 ||
             take(kwargs, "COMPLETED", &completed) < 0 ||
             take(kwargs, "ahead_bytes", &ahead) < 0 ||
-            take(kwargs, "elide_bytes", &elide) < 0)
+            take(kwargs, "elide_bytes", &elide) < 0 ||
+            take(kwargs, "package_dir", &PackageDir) < 0 ||
+            take(kwargs, "finished", &FinishedTag) < 0 ||
+            take_type(kwargs, "PooledDataStore", &PooledType) < 0 ||
+            take(kwargs, "round_granule", &RoundGranule) < 0 ||
+            take(kwargs, "granule", &granule) < 0 ||
+            take(kwargs, "device_free", &DeviceFree) < 0 ||
+            take(kwargs, "alloc_tag", &AllocTag) < 0 || take(kwargs, "free_tag", &FreeTag) < 0)
         goto fail;
     if (!PyContextVar_CheckExact(ExtObj) || !PyDict_Check(Decoded) ||
-            !PyList_Check(DirectRecords)) {
-        PyErr_SetString(PyExc_TypeError, "configure: extobj, decoded or direct_records");
+            !PyList_Check(DirectRecords) || !PyUnicode_Check(PackageDir)) {
+        PyErr_SetString(PyExc_TypeError, "configure: extobj, decoded, direct_records or package_dir");
         goto fail;
     }
     Completed = PyLong_AsLong(completed);
     AheadBytes = PyLong_AsSsize_t(ahead);
     ElideBytes = PyLong_AsSsize_t(elide);
+    Granule = PyLong_AsSsize_t(granule);
     if (PyErr_Occurred())
         goto fail;
     Py_XSETREF(CompletedObj, Py_NewRef(completed));
@@ -1220,10 +1849,10 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             slot_offsets(BlockType, BlockSlots, BlockOff, B_N) < 0)
         goto fail;
     cache_clear(module, NULL);
-    Py_DECREF(completed); Py_DECREF(ahead); Py_DECREF(elide);
+    Py_DECREF(completed); Py_DECREF(ahead); Py_DECREF(elide); Py_DECREF(granule);
     Py_RETURN_NONE;
 fail:
-    Py_XDECREF(completed); Py_XDECREF(ahead); Py_XDECREF(elide);
+    Py_XDECREF(completed); Py_XDECREF(ahead); Py_XDECREF(elide); Py_XDECREF(granule);
     return NULL;
 }
 
@@ -1245,7 +1874,6 @@ PyInit__lean(void)
     INTERN(s_system, "system"); INTERN(s_hooks, "hooks"); INTERN(s_engine, "engine");
     INTERN(s_local, "_local"); INTERN(s_device, "device"); INTERN(s_devices, "devices");
     INTERN(s_table, "table"); INTERN(s_tiny_inline, "tiny_inline"); INTERN(s_blas, "blas");
-    INTERN(s_wants_nodes, "wants_nodes"); INTERN(s_active, "active");
     INTERN(s_inline_limit, "inline_limit"); INTERN(s_store, "store"); INTERN(s_xp, "xp");
     INTERN(s_lock, "_lock"); INTERN(s_releases, "_releases"); INTERN(s_closed, "closed");
     INTERN(s_n_inflight, "n_inflight"); INTERN(s_max_pending, "max_pending");
@@ -1261,18 +1889,28 @@ PyInit__lean(void)
     INTERN(s_quiet, "quiet"); INTERN(s_direct, "direct"); INTERN(s_infer, "infer");
     INTERN(s_acquire, "acquire"); INTERN(s_release, "release"); INTERN(s_scalar, "scalar");
     INTERN(s_reverse, "reverse"); INTERN(s_kind, "kind");
+    INTERN(s_caller_track, "caller_track");
+    INTERN(s_name, "name"); INTERN(s_lean_trace, "lean_trace");
+    INTERN(s__round, "_round"); INTERN(s__caches, "_caches"); INTERN(s__lock, "_lock");
+    INTERN(s__recent, "_recent"); INTERN(s__recent_bytes, "_recent_bytes");
+    INTERN(s__n_hits, "_n_hits"); INTERN(s__live, "_live"); INTERN(s__n_allocs, "_n_allocs");
+    INTERN(s__in_use, "_in_use"); INTERN(s__peak, "_peak"); INTERN(s__n_frees, "_n_frees");
+    INTERN(s_device_id, "device_id"); INTERN(s_label, "label"); INTERN(s_empty, "");
     Zero = PyLong_FromLong(0);
     One = PyLong_FromLong(1);
     KwOut = Py_BuildValue("(s)", "out");
     if (Zero == NULL || One == NULL || KwOut == NULL)
         return NULL;
-    if (PyType_Ready(&OperatorType) < 0 || PyType_Ready(&FinalizerType) < 0)
+    if (PyType_Ready(&OperatorType) < 0 || PyType_Ready(&FinalizerType) < 0 ||
+            PyType_Ready(&RecordType) < 0 || PyType_Ready(&StoreMethodType) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
         return NULL;
     if (PyModule_AddObjectRef(module, "Operator", (PyObject *)&OperatorType) < 0 ||
-            PyModule_AddObjectRef(module, "Finalizer", (PyObject *)&FinalizerType) < 0) {
+            PyModule_AddObjectRef(module, "Finalizer", (PyObject *)&FinalizerType) < 0 ||
+            PyModule_AddObjectRef(module, "Record", (PyObject *)&RecordType) < 0 ||
+            PyModule_AddObjectRef(module, "StoreMethod", (PyObject *)&StoreMethodType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

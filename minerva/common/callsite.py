@@ -4,7 +4,8 @@ from __future__ import annotations
 import os
 import sys
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+"""The package's folder: code in a file under it is minerva's, not the user's."""
 
 
 _INSIDE: dict = {}
@@ -12,7 +13,7 @@ _INSIDE: dict = {}
 
 
 def _is_inside(code) -> bool:
-    known = _INSIDE[code] = code.co_filename.startswith(_PACKAGE_DIR)
+    known = _INSIDE[code] = code.co_filename.startswith(PACKAGE_DIR)
     return known
 
 

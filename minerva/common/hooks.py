@@ -50,6 +50,11 @@ class HookBus:
         alone (the trace) lets tiny ops run without one, announced with
         ``op_started``/``op_finished`` only (such an op never has a failed input, so it
         is never poisoned)."""
+        self.lean_trace = False
+        """What the C lean path does about listeners, in one attribute: False — nobody
+        listens; a function — the one listener is a Recorder following no nodes, and
+        its ``append_finished`` takes the path's own op records; None — somebody else
+        listens, and the path leaves its ops to Python."""
         self._bind()
 
     def subscribe(self, listener) -> None:
@@ -67,6 +72,9 @@ class HookBus:
         self.active = bool(self._listeners)
         self.wants_nodes = any(hasattr(lst, event) for lst in self._listeners
                                for event in NODE_EVENTS)
+        only = self._listeners[0] if len(self._listeners) == 1 else None
+        self.lean_trace = False if not self._listeners else None if self.wants_nodes \
+            else getattr(only, "append_finished", None)
         for event in EVENTS:
             functions = [getattr(lst, event) for lst in self._listeners if hasattr(lst, event)]
             if not functions:

@@ -58,7 +58,10 @@ class Recorder:
         self.t_stop: int | None = None
         self.max_events = max_events
         self.events: collections.deque = collections.deque(maxlen=max_events)
-        self._append = self.events.append
+        self._append = self.append_finished = self.events.append
+        """``append_finished(record)``: the C lean path's own op records
+        (``HookBus.lean_trace``): the fields of the tuple ``op_finished`` makes, in
+        a sequence the garbage collector does not count, made a tuple by ``snapshot``."""
         self._kind_names: dict = {}
 
     # ---- hook handlers (hot path: one tuple, one append) ------------------------------
@@ -140,5 +143,5 @@ class Recorder:
         return len(self.events) >= self.max_events
 
     def snapshot(self) -> list:
-        """A copy of the events recorded so far."""
-        return list(self.events)
+        """A copy of the events recorded so far, each a tuple."""
+        return [event if type(event) is tuple else tuple(event) for event in self.events]

@@ -20,10 +20,11 @@ import numpy as np
 
 from minerva.builder import SEAM
 from minerva.common import fp_errors
+from minerva.common import callsite
 from minerva.common.callsite import user_callsite
 from minerva.current import Runtime
 from minerva.dag.nodes import COMPLETED, DataNode, Storage, new_node_id
-from minerva.device.base import detach_traceback
+from minerva.device.base import Device, detach_traceback
 from minerva.narray import NArray
 from minerva.ops.dtypes import NUMERIC_KINDS
 from minerva.ops.registry import ArraySpec
@@ -31,6 +32,9 @@ from minerva.scheduler import state
 from minerva.scheduler.direct import AHEAD_BYTES, direct_error
 from minerva.scheduler.releases import Releasing
 from minerva.storage.base import Block
+from minerva.storage.pooled import PooledDataStore
+from minerva.storage.strategies import GRANULE, round_granule
+from minerva.tracing.recorder import ALLOC, FINISHED, FREE
 
 try:
     _lean = importlib.import_module("minerva._lean")   # a compiled module, no imports
@@ -39,7 +43,7 @@ except ImportError:   # not compiled: the Python path alone
 
 ACTIVE = _lean is not None and fp_errors.EXTOBJ is not None \
     and os.environ.get("MINERVA_ACCEL", "1") != "0"
-"""Whether operators take the C lean path (``minerva.accelerated()``)."""
+"""Whether operators take the C lean path."""
 
 
 def failed(engine, op_def, spec, device, block, target, exc):
@@ -83,6 +87,12 @@ def configure(elide_bytes: int) -> None:
         extobj=fp_errors.EXTOBJ, decoded=fp_errors.DECODED,
         direct_records=fp_errors.DIRECT_RECORDS, numpy=np, failed=failed,
         reported=reported, numeric_kinds=NUMERIC_KINDS, COMPLETED=COMPLETED,
-        ahead_bytes=AHEAD_BYTES, elide_bytes=elide_bytes, release=Releasing.release)
+        ahead_bytes=AHEAD_BYTES, elide_bytes=elide_bytes, release=Releasing.release,
+        package_dir=callsite.PACKAGE_DIR, finished=FINISHED, alloc_tag=ALLOC, free_tag=FREE,
+        PooledDataStore=PooledDataStore, round_granule=round_granule, granule=GRANULE,
+        device_free=Device.free)
     if not isinstance(Storage.__dict__["__del__"], _lean.Finalizer):
         Storage.__del__ = _lean.Finalizer(Storage.__del__)
+    for name in ("free", "alloc_array"):   # their O(1) paths in C
+        if not isinstance(PooledDataStore.__dict__[name], _lean.StoreMethod):
+            setattr(PooledDataStore, name, _lean.StoreMethod(getattr(PooledDataStore, name), name))
