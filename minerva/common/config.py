@@ -35,7 +35,7 @@ class Config:
     trace: str | None = None
     log: str = "warning"
     default_dtype: np.dtype = np.dtype(np.float64)
-    inline_bytes: int = 1 << 20
+    inline_bytes: int | None = None
     cpu_threads: int | None = None
     fallback: str = "allow"
 
@@ -53,7 +53,7 @@ class Config:
             if field not in SETTINGS:
                 raise TypeError(f"mv.init: unknown option {field!r}; options are "
                                 f"{', '.join(SETTINGS)}")
-            if raw is not None or field in ("mem_limit", "trace", "cpu_threads"):
+            if raw is not None or field in ("mem_limit", "trace", "cpu_threads", "inline_bytes"):
                 values[field] = None if raw is None else _parse(field, raw, SETTINGS[field][1])
         return cls(**values)
 

@@ -32,6 +32,11 @@ class Device(abc.ABC):
     inline_limit = 0
     """Ops touching at most this many bytes whose inputs are computed run at once on the
     thread that issues them (``run_direct``: the engine's direct path); 0: never."""
+    whole_limit = 0
+    """Up to ``inline_limit``: an op the device cuts into row ranges by its own rule
+    (``OpDef.row_split``, whose numbers may depend on the cut) runs on the issuing thread,
+    whole, only when it touches at most this many bytes (where the device never cuts it),
+    so its numbers are those of the device's thread."""
     output_stream: Any = None
     """The stream key kernels write their outputs on (None: a CPU device's one queue)."""
     checks_fp_errors = False

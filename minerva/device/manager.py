@@ -13,6 +13,30 @@ from minerva.storage.host import HostAllocator
 
 log = get_logger("minerva.device")
 
+INLINE_BYTES = 1 << 20
+"""A CPU device's inline limit (``MINERVA_INLINE_BYTES`` unset) where it has cores beside
+the caller's thread: the size from which it splits a kernel over its threads."""
+
+CALLER_BYTES = 64 << 20
+"""A CPU device's inline limit (``MINERVA_INLINE_BYTES`` unset) where the caller's thread
+and the device share the cores (``auto_inline_limit``)."""
+
+SHARED_CORES = 2
+"""At most this many cores for the devices: one CPU device whose threads take them all
+runs its ops on the caller up to ``CALLER_BYTES``."""
+
+
+def auto_inline_limit(cores: int, threads: list) -> int:
+    """The inline limit of every CPU device when ``MINERVA_INLINE_BYTES`` is unset, for
+    ``cores`` cores of this process's devices and its CPU devices' thread counts
+    ``threads``: ``CALLER_BYTES`` for one device whose threads take every one of at most
+    ``SHARED_CORES`` cores (no core is free for the caller's thread, so handing an op to
+    the device's worker overlaps nothing and costs a hand-off and a GIL switch: doc/
+    benchpress.md), else ``INLINE_BYTES`` (devices side by side, or cores to spare)."""
+    if len(threads) == 1 and cores <= SHARED_CORES and threads[0] >= cores:
+        return CALLER_BYTES
+    return INLINE_BYTES
+
 
 class DeviceManager:
     """Creates CPU and GPU devices, hands them out by id, and shuts them down.
@@ -42,7 +66,6 @@ class DeviceManager:
             device_id = len(self.table)
             store = self._make_store(HostAllocator(), device_id)
             device = CpuDevice(device_id, store, self.hooks, self.listener, len(self._cpus))
-            device.inline_limit = self.config.inline_bytes
             device.fixed_threads = threads or self.config.cpu_threads
             self._cpus.append(device)
             self._balance()
@@ -54,14 +77,21 @@ class DeviceManager:
             self._balance()
 
     def _balance(self) -> None:
-        """Share the cores among CPU devices without a fixed thread count."""
+        """Share the cores among CPU devices without a fixed thread count, and set every
+        CPU device's inline limit (``MINERVA_INLINE_BYTES``, else ``auto_inline_limit``)."""
         shared = [d for d in self._cpus if d.fixed_threads is None]
         fixed = sum(d.fixed_threads for d in self._cpus if d.fixed_threads is not None)
-        share = max(1, (cores_for_devices() - fixed) // max(1, len(shared)))
+        cores = cores_for_devices()
+        share = max(1, (cores - fixed) // max(1, len(shared)))
         for device in self._cpus:
             device.threads = device.fixed_threads or share
+        limit = self.config.inline_bytes
+        if limit is None:
+            limit = auto_inline_limit(cores, [d.threads for d in self._cpus])
+        for device in self._cpus:
+            device.inline_limit = limit
         log.info("cpu_threads", threads=[d.threads for d in self._cpus],
-                 per_thread=BLAS.per_thread)
+                 per_thread=BLAS.per_thread, inline_limit=limit)
 
     def create_gpu_device(self, ordinal: int) -> int:
         """A new device on GPU ``ordinal`` (or a virtual GPU); its id."""

@@ -3,7 +3,8 @@ on the calling thread, without an op node (``Engine`` inherits it).
 
 It is the one path for tiny ops (``is_tiny``: inputs and output of at most the device's
 ``inline_limit`` bytes, an input read through a view counted as the view's elements, on a
-device that has one). Everything else — an input still
+device that has one; an op the device cuts into row ranges, ``OpDef.row_split``, only up
+to its ``whole_limit``, where it is never cut: its numbers may depend on the cut). Everything else — an input still
 pending or on another device, a value with pending readers to wait for, a copy to make
 first — takes the DAG path, where the device's own thread runs the op. A direct op reads
 the current versions of its inputs and makes a new version: of a fresh storage, or of the
@@ -131,12 +132,14 @@ class DirectPath:
             return None
         if out_views is None:
             total = spec.nbytes + input_bytes(storages, views)
-            if total > limit:
+            if total > limit or (total > device.whole_limit and op_def.row_split):
                 return None
             if writes is None and not self.hooks.wants_nodes:
                 result = self.run_lean(op_def, attrs, storages, spec, device, views, total)
                 return None if result is None else [result]
-        elif not is_tiny(storages, spec, out_views[0], limit, views):
+        elif not is_tiny(storages, spec, out_views[0], limit, views) or (
+                op_def.row_split and not is_tiny(storages, spec, out_views[0],
+                                                 device.whole_limit, views)):
             return None
         return self._run_direct(op_def, attrs, storages, spec, device,
                                 created_at or user_callsite(), views,
@@ -170,7 +173,8 @@ class DirectPath:
                      math.prod(out_view[0]) * spec.dtype.itemsize) + \
                 input_bytes(storages, views)
             limit = device.inline_limit
-            if not limit or total > limit:
+            if not limit or total > limit or (total > device.whole_limit
+                                              and op_def.row_split):
                 return None
         device_id = device.device_id
         store = device.store

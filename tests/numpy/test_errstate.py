@@ -14,11 +14,14 @@ import minerva as mv
 from tests.conftest import start_engine
 
 SIZES = {"tiny": 4, "big": 1 << 17}    # 32 B and 1 MiB of float64: direct and DAG paths
+INLINE_BYTES = 1 << 20
+"""The inline limit the sizes are chosen for (on any machine: unset, it depends on the
+cores, configuration.md)."""
 
 
 @pytest.fixture(params=["dag", "naive", "dag-queued"])
 def engine_name(request):
-    start_engine(request.param)
+    start_engine(request.param, inline_bytes=INLINE_BYTES)
     return request.param
 
 

@@ -109,6 +109,11 @@ def test_a_child_with_inherited_pending_work_exits_at_once():
 
 # ---- 3. shutdown cancels ---------------------------------------------------------------
 
+INLINE_BYTES = 1 << 20
+"""The inline limit under which a chain of 300x300 or 400x400 products runs on the device's
+thread (unset, the limit depends on the cores: configuration.md)."""
+
+
 def _matmul_chain(n: int, size: int = 400):
     a = mv.ones((size, size))
     out = []
@@ -120,7 +125,7 @@ def _matmul_chain(n: int, size: int = 400):
 
 @pytest.mark.parametrize("engine_name", ["dag", "dag-queued"])
 def test_shutdown_with_a_timeout_cancels_what_has_not_started(engine_name):
-    start_engine(engine_name, max_pending=1000)
+    start_engine(engine_name, max_pending=1000, inline_bytes=INLINE_BYTES)
     chain = _matmul_chain(200)
     t0 = time.perf_counter()
     mv.shutdown(timeout=0.05)
@@ -360,6 +365,8 @@ def test_init_options_are_parsed_like_the_environment():
 def test_a_wait_timeout_names_the_array_for_people(engine):
     if engine == "naive":
         pytest.skip("the naive engine computes at once")
+    mv.shutdown()
+    start_engine(engine, inline_bytes=INLINE_BYTES)
     x = _matmul_chain(30, 300)[-1]
     with pytest.raises(mv.WaitTimeoutError) as info:
         x.wait(timeout=0)

@@ -11,7 +11,7 @@ from minerva.common.logging import get_logger
 from minerva.device.base import Device
 from minerva.device.cpu import fused
 from minerva.device.cpu.blas import BLAS
-from minerva.device.cpu.split import SPLIT_OUT_BYTES, RowSplitter
+from minerva.device.cpu.split import MIN_SPLIT_BYTES, SPLIT_OUT_BYTES, RowSplitter
 from minerva.device.ready import STOP, ReadyQueue
 
 log = get_logger("minerva.device")
@@ -31,6 +31,8 @@ class CpuDevice(Device):
     held_kinds = "biufcmMSUV"
     """Also datetimes, timedeltas, bytes, str and records: NumPy's kernels take them."""
     checks_fp_errors = True
+    whole_limit = MIN_SPLIT_BYTES
+    """A row-split op of fewer bytes is never cut (``split._row_cut``)."""
 
     def __init__(self, device_id: int, store, hooks, listener=None, ordinal: int = 0):
         super().__init__(device_id, store, hooks, listener)
