@@ -2,14 +2,17 @@
  *
  * An NArray operator (`x + 1.0`, `x * y`) whose operands are computed, whole (no view),
  * on a CPU device, small enough to run on the calling thread, while nothing listens at
- * the op-building seam and no trace records, runs here from the operator's slot to the
- * result handle: the shape rule from a cache, one round of the engine lock (queued
- * releases applied, a dead value's block handed over), the NumPy ufunc called into the
- * output block, the output value inserted computed, the handle made. It is the Python
- * lean path (`minerva.scheduler.direct.DirectPath.run_lean` called from
+ * the op-building seam, runs here from the operator's slot to the result handle: the
+ * shape rule from a cache, one round of the engine lock (queued releases applied, a dead
+ * value's block handed over, else one taken from the store's recent blocks), the NumPy
+ * ufunc called into the output block, the output value inserted computed, the handle
+ * made; while a trace records, the op's record appended as the Recorder makes it. It is
+ * the Python lean path (`minerva.scheduler.direct.DirectPath.run_lean` called from
  * `minerva.builder.build`) step for step; whatever it does not cover it hands to the
- * Python operator it wraps, before it has changed anything. `minerva.api.core.lean`
- * configures it with the runtime's classes and constants; MINERVA_ACCEL=0 turns it off.
+ * Python operator it wraps, before it has changed anything. Beside it, in front of their
+ * Python twins too: a storage's finalizer, a pooled store's O(1) `free` and
+ * `alloc_array`, and `x[i]` of a computed value. `minerva.api.core.lean` configures it
+ * with the runtime's classes and constants; MINERVA_ACCEL=0 turns it off.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -871,82 +874,7 @@ pooled_alloc_array(PyObject *store, PyObject *const *args, Py_ssize_t n)
     return pair;
 }
 
-/* ---- the store's methods, in front of their Python twins ---------------------------- */
-
-enum { M_FREE, M_ALLOC_ARRAY };
-
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *python;      /* the Python method it stands in front of */
-    int kind;              /* M_FREE or M_ALLOC_ARRAY */
-} StoreMethod;
-
-static PyObject *
-store_method_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
-                        PyObject *kwnames)
-{
-    StoreMethod *self = (StoreMethod *)callable;
-    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-    if (kwnames == NULL && n >= 1 && PooledType != NULL && Py_IS_TYPE(args[0], PooledType)) {
-        if (self->kind == M_FREE && n == 2) {
-            int done = pooled_free(args[0], args[1]);
-            if (done != 0)
-                return done < 0 ? NULL : Py_NewRef(Py_None);
-        } else if (self->kind == M_ALLOC_ARRAY) {
-            PyObject *pair = pooled_alloc_array(args[0], args + 1, n - 1);
-            if (pair != Py_None)
-                return pair;
-            Py_DECREF(pair);
-        }
-    }
-    return PyObject_Vectorcall(self->python, args, nargsf, kwnames);
-}
-
-static PyObject *
-store_method_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
-{
-    PyObject *python;
-    const char *kind;
-    static char *names[] = {"python", "kind", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os", names, &python, &kind))
-        return NULL;
-    int k = strcmp(kind, "free") == 0 ? M_FREE :
-            strcmp(kind, "alloc_array") == 0 ? M_ALLOC_ARRAY : -1;
-    if (k < 0) {
-        PyErr_Format(PyExc_ValueError, "no C path for store method %s", kind);
-        return NULL;
-    }
-    StoreMethod *self = (StoreMethod *)type->tp_alloc(type, 0);
-    if (self == NULL)
-        return NULL;
-    self->vectorcall = store_method_vectorcall;
-    self->python = Py_NewRef(python);
-    self->kind = k;
-    return (PyObject *)self;
-}
-
-static int
-store_method_traverse(StoreMethod *self, visitproc visit, void *arg)
-{
-    Py_VISIT(self->python);
-    return 0;
-}
-
-static int
-store_method_clear(StoreMethod *self)
-{
-    Py_CLEAR(self->python);
-    return 0;
-}
-
-static void
-store_method_dealloc(StoreMethod *self)
-{
-    PyObject_GC_UnTrack(self);
-    store_method_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
+/* ---- the lean op, step by step --------------------------------------------------- */
 
 /* Gather the engine, device and store for `L`; 1 when the op may take the lean path,
  * 0 when not (nothing changed), -1 on error. */
@@ -1602,6 +1530,284 @@ static PyTypeObject OperatorType = {
     .tp_members = operator_members,
 };
 
+/* ---- types in front of a Python twin ------------------------------------------------ */
+
+/* Every such type but the Operator starts so: its C path, else the Python twin. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *python;      /* the Python function it stands in front of */
+} Wrapper;
+
+static int
+wrapper_traverse(Wrapper *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->python);
+    return 0;
+}
+
+static int
+wrapper_clear(Wrapper *self)
+{
+    Py_CLEAR(self->python);
+    return 0;
+}
+
+static void
+wrapper_dealloc(Wrapper *self)
+{
+    PyObject_GC_UnTrack(self);
+    wrapper_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+wrapper_getattro(PyObject *self, PyObject *name)
+{
+    /* the Python twin's name and docstring */
+    PyObject *found = PyObject_GenericGetAttr(self, name);
+    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
+        return found;
+    PyErr_Clear();
+    return PyObject_GetAttr(((Wrapper *)self)->python, name);
+}
+
+static PyMemberDef wrapper_members[] = {
+    {"python", T_OBJECT, offsetof(Wrapper, python), READONLY,
+     "the Python function it stands in front of"},
+    {NULL}};
+
+/* The type of a wrapper struct (its first fields those of Wrapper). */
+#define WRAPPER_TYPE(NAME, DOC, STRUCT, NEW) {                                          \
+    PyVarObject_HEAD_INIT(NULL, 0)                                                      \
+    .tp_name = "minerva._lean." NAME, .tp_doc = DOC, .tp_basicsize = sizeof(STRUCT),    \
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |  \
+                Py_TPFLAGS_METHOD_DESCRIPTOR,                                           \
+    .tp_new = NEW, .tp_traverse = (traverseproc)wrapper_traverse,                       \
+    .tp_clear = (inquiry)wrapper_clear, .tp_dealloc = (destructor)wrapper_dealloc,      \
+    .tp_descr_get = operator_get, .tp_getattro = wrapper_getattro,                      \
+    .tp_call = PyVectorcall_Call, .tp_vectorcall_offset = offsetof(STRUCT, vectorcall), \
+    .tp_members = wrapper_members}
+
+/* ---- the store's methods, in front of their Python twins ---------------------------- */
+
+enum { M_FREE, M_ALLOC_ARRAY };
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *python;      /* the Python method it stands in front of */
+    int kind;              /* M_FREE or M_ALLOC_ARRAY */
+} StoreMethod;
+
+static PyObject *
+store_method_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                        PyObject *kwnames)
+{
+    StoreMethod *self = (StoreMethod *)callable;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (kwnames == NULL && n >= 1 && PooledType != NULL && Py_IS_TYPE(args[0], PooledType)) {
+        if (self->kind == M_FREE && n == 2) {
+            int done = pooled_free(args[0], args[1]);
+            if (done != 0)
+                return done < 0 ? NULL : Py_NewRef(Py_None);
+        } else if (self->kind == M_ALLOC_ARRAY) {
+            PyObject *pair = pooled_alloc_array(args[0], args + 1, n - 1);
+            if (pair != Py_None)
+                return pair;
+            Py_DECREF(pair);
+        }
+    }
+    return PyObject_Vectorcall(self->python, args, nargsf, kwnames);
+}
+
+static PyObject *
+store_method_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *python;
+    const char *kind;
+    static char *names[] = {"python", "kind", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os", names, &python, &kind))
+        return NULL;
+    int k = strcmp(kind, "free") == 0 ? M_FREE :
+            strcmp(kind, "alloc_array") == 0 ? M_ALLOC_ARRAY : -1;
+    if (k < 0) {
+        PyErr_Format(PyExc_ValueError, "no C path for store method %s", kind);
+        return NULL;
+    }
+    StoreMethod *self = (StoreMethod *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = store_method_vectorcall;
+    self->python = Py_NewRef(python);
+    self->kind = k;
+    return (PyObject *)self;
+}
+
+static PyTypeObject StoreMethodType = WRAPPER_TYPE(
+    "StoreMethod", "A pooled store's free or alloc_array with its O(1) path in C, in front "
+    "of its Python twin.", StoreMethod, store_method_new);
+
+/* ---- one element at once: x[i] ------------------------------------------------------ */
+
+/* `x[i]` (or `x[i, j, ...]`, one int per axis) of a whole value computed on a CPU device
+ * with no write pending, while nothing records at the seam and host reads are allowed:
+ * NumPy's own scalar, read under the engine lock (`indexing.getitem` →
+ * `DirectPath.element_now`); NumPy's IndexError out of bounds. Anything else goes to
+ * the Python `__getitem__` it stands in front of. */
+
+static PyObject *ElementNow;       /* DirectPath.element_now, which the C read stands for */
+static PyObject *HostReads;        /* narray.HOST_READS (its `refuse`, per thread) */
+static PyObject *CopiedScalars;    /* indexing._COPIED_SCALARS: kinds read at once */
+static PyObject *s_element_now, *s_refuse, *s_cpu;
+
+/* Whether `key` picks one element of a value of `ndim` axes by ints alone. */
+static int
+element_key(PyObject *key, Py_ssize_t ndim)
+{
+    if (PyLong_CheckExact(key))
+        return ndim == 1;
+    if (!PyTuple_CheckExact(key) || PyTuple_GET_SIZE(key) != ndim || ndim == 0)
+        return 0;
+    for (Py_ssize_t i = 0; i < ndim; i++)
+        if (!PyLong_CheckExact(PyTuple_GET_ITEM(key, i)))
+            return 0;
+    return 1;
+}
+
+/* Whether nothing stops a read at once: the seam is quiet, host reads are allowed and
+ * the dtype's scalars are copies (1); 0 when something does; -1 on error. */
+static int
+element_allowed(PyObject *spec)
+{
+    PyObject *hooks = PyObject_GetAttr(Seam, s_hooks);
+    int listened = hooks == NULL ? -1 : PyObject_IsTrue(hooks);
+    Py_XDECREF(hooks);
+    if (listened != 0)
+        return listened < 0 ? -1 : 0;
+    PyObject *refuse = PyObject_GetAttr(HostReads, s_refuse);
+    if (refuse == NULL)
+        return -1;
+    Py_DECREF(refuse);
+    if (refuse != Py_None)
+        return 0;
+    PyObject *kind = PyObject_GetAttr(SLOT(spec, SpecOff[P_DTYPE]), s_kind);
+    int copied = kind == NULL ? -1 : PySequence_Contains(CopiedScalars, kind);
+    Py_XDECREF(kind);
+    return copied;
+}
+
+/* Under the engine lock: the element, Py_None when the value is not readable at once. */
+static PyObject *
+element_locked(PyObject *engine, PyObject *storage, PyObject *key)
+{
+    PyObject *data = SLOT(storage, StorageOff[S_CURRENT]);
+    PyObject *state = data == NULL ? NULL : SLOT(data, DataOff[D_STATE]);
+    if (state == NULL || PyLong_AsLong(state) != Completed ||
+            SLOT(data, DataOff[D_WRITER]) != Py_None)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    int closed = attr_true(engine, s_closed);
+    if (closed != 0)
+        return closed < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *devices = PyObject_GetAttr(engine, s_devices);
+    PyObject *table = devices == NULL ? NULL : PyObject_GetAttr(devices, s_table);
+    Py_XDECREF(devices);
+    PyObject *device = table == NULL ? NULL :
+        PyObject_GetItem(table, SLOT(data, DataOff[D_DEVICE_ID]));
+    Py_XDECREF(table);
+    PyObject *kind = device == NULL ? NULL : PyObject_GetAttr(device, s_kind);
+    Py_XDECREF(device);
+    if (kind == NULL)
+        return NULL;
+    int cpu = PyUnicode_Check(kind) && PyUnicode_Compare(kind, s_cpu) == 0;
+    Py_DECREF(kind);
+    PyObject *array = SLOT(data, DataOff[D_ARRAY]);
+    if (!cpu || array == NULL || array == Py_None)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    return PyObject_GetItem(array, key);
+}
+
+/* `x[key]` at once: the element (new reference), Py_None for the Python path, NULL on
+ * error (NumPy's IndexError among them). */
+static PyObject *
+element_lean(PyObject *x, PyObject *key)
+{
+    PyObject *spec = SLOT(x, ArrayOff[A_SPEC]), *storage = SLOT(x, ArrayOff[A_STORAGE]);
+    if (SLOT(x, ArrayOff[A_VIEW]) != Py_None || spec == NULL || !Py_IS_TYPE(spec, SpecType) ||
+            storage == NULL || !Py_IS_TYPE(storage, StorageType))
+        Py_RETURN_NONE;
+    PyObject *shape = SLOT(spec, SpecOff[P_SHAPE]);
+    if (shape == NULL || !PyTuple_Check(shape) || !element_key(key, PyTuple_GET_SIZE(shape)))
+        Py_RETURN_NONE;
+    int allowed = element_allowed(spec);
+    if (allowed <= 0)
+        return allowed < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *engine = SLOT(storage, StorageOff[S_ENGINE]);
+    if (engine == NULL || _PyType_Lookup(Py_TYPE(engine), s_element_now) != ElementNow)
+        Py_RETURN_NONE;
+    PyObject *lock = PyObject_GetAttr(engine, s_lock);
+    PyObject *r = lock == NULL ? NULL : PyObject_CallMethodNoArgs(lock, s_acquire);
+    if (r == NULL) {
+        Py_XDECREF(lock);
+        return NULL;
+    }
+    Py_DECREF(r);
+    PyObject *element = element_locked(engine, storage, key);
+    Held held;
+    HOLD(held);
+    r = PyObject_CallMethodNoArgs(lock, s_release);
+    Py_DECREF(lock);
+    if (HELD(held)) {
+        Py_XDECREF(r);
+        RESTORE(held);
+    } else if (r == NULL) {
+        Py_CLEAR(element);
+    } else {
+        Py_DECREF(r);
+    }
+    return element;
+}
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *python;      /* the Python `__getitem__` it stands in front of */
+} Element;
+
+static PyObject *
+element_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                   PyObject *kwnames)
+{
+    Element *self = (Element *)callable;
+    if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL && NArrayType != NULL &&
+            Py_IS_TYPE(args[0], NArrayType)) {
+        PyObject *element = element_lean(args[0], args[1]);
+        if (element != Py_None)
+            return element;
+        Py_DECREF(element);
+    }
+    return PyObject_Vectorcall(self->python, args, nargsf, kwnames);
+}
+
+static PyObject *
+element_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *python;
+    static char *names[] = {"python", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O", names, &python))
+        return NULL;
+    Element *self = (Element *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = element_vectorcall;
+    self->python = Py_NewRef(python);
+    return (PyObject *)self;
+}
+
+static PyTypeObject ElementType = WRAPPER_TYPE(
+    "Element", "NArray's __getitem__ reading one element at once in C, in front of its "
+    "Python twin.", Element, element_new);
+
 /* ---- the storage finalizer ---------------------------------------------------------- */
 
 static PyObject *EngineRelease;    /* Releasing.release, which `release_now` stands for */
@@ -1685,92 +1891,9 @@ finalizer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     return (PyObject *)self;
 }
 
-static int
-finalizer_traverse(Finalizer *self, visitproc visit, void *arg)
-{
-    Py_VISIT(self->python);
-    return 0;
-}
-
-static int
-finalizer_clear(Finalizer *self)
-{
-    Py_CLEAR(self->python);
-    return 0;
-}
-
-static void
-finalizer_dealloc(Finalizer *self)
-{
-    PyObject_GC_UnTrack(self);
-    finalizer_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyMemberDef finalizer_members[] = {
-    {"python", T_OBJECT, offsetof(Finalizer, python), READONLY,
-     "the Python finalizer it stands in front of"},
-    {NULL}};
-
-static PyTypeObject FinalizerType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "minerva._lean.Finalizer",
-    .tp_doc = "A storage's finalizer in C, in front of its Python twin.",
-    .tp_basicsize = sizeof(Finalizer),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
-                Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_new = finalizer_new,
-    .tp_traverse = (traverseproc)finalizer_traverse,
-    .tp_clear = (inquiry)finalizer_clear,
-    .tp_dealloc = (destructor)finalizer_dealloc,
-    .tp_descr_get = operator_get,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(Finalizer, vectorcall),
-    .tp_members = finalizer_members,
-};
-
-static PyObject *
-method_get(PyObject *self, PyObject *obj, PyObject *type)
-{
-    if (obj == NULL || obj == Py_None)
-        return Py_NewRef(self);
-    return PyMethod_New(self, obj);
-}
-
-static PyObject *
-method_getattro(PyObject *self, PyObject *name)
-{
-    /* the Python method's name and docstring */
-    PyObject *found = PyObject_GenericGetAttr(self, name);
-    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
-        return found;
-    PyErr_Clear();
-    return PyObject_GetAttr(((StoreMethod *)self)->python, name);
-}
-
-static PyMemberDef store_method_members[] = {
-    {"python", T_OBJECT, offsetof(StoreMethod, python), READONLY,
-     "the Python method it stands in front of"},
-    {NULL}};
-
-static PyTypeObject StoreMethodType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "minerva._lean.StoreMethod",
-    .tp_doc = "A pooled store's free or alloc_array with its O(1) path in C, in front of "
-              "its Python twin.",
-    .tp_basicsize = sizeof(StoreMethod),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
-                Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_new = store_method_new,
-    .tp_traverse = (traverseproc)store_method_traverse,
-    .tp_clear = (inquiry)store_method_clear,
-    .tp_dealloc = (destructor)store_method_dealloc,
-    .tp_descr_get = method_get,
-    .tp_getattro = method_getattro,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(StoreMethod, vectorcall),
-    .tp_members = store_method_members,
-};
+static PyTypeObject FinalizerType = WRAPPER_TYPE(
+    "Finalizer", "A storage's finalizer in C, in front of its Python twin.", Finalizer,
+    finalizer_new);
 
 /* ---- configure ---------------------------------------------------------------------- */
 
@@ -1828,7 +1951,10 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             take(kwargs, "round_granule", &RoundGranule) < 0 ||
             take(kwargs, "granule", &granule) < 0 ||
             take(kwargs, "device_free", &DeviceFree) < 0 ||
-            take(kwargs, "alloc_tag", &AllocTag) < 0 || take(kwargs, "free_tag", &FreeTag) < 0)
+            take(kwargs, "alloc_tag", &AllocTag) < 0 || take(kwargs, "free_tag", &FreeTag) < 0 ||
+            take(kwargs, "element_now", &ElementNow) < 0 ||
+            take(kwargs, "host_reads", &HostReads) < 0 ||
+            take(kwargs, "copied_scalars", &CopiedScalars) < 0)
         goto fail;
     if (!PyContextVar_CheckExact(ExtObj) || !PyDict_Check(Decoded) ||
             !PyList_Check(DirectRecords) || !PyUnicode_Check(PackageDir)) {
@@ -1895,6 +2021,7 @@ PyInit__lean(void)
     INTERN(s__recent, "_recent"); INTERN(s__recent_bytes, "_recent_bytes");
     INTERN(s__n_hits, "_n_hits"); INTERN(s__live, "_live"); INTERN(s__n_allocs, "_n_allocs");
     INTERN(s__in_use, "_in_use"); INTERN(s__peak, "_peak"); INTERN(s__n_frees, "_n_frees");
+    INTERN(s_element_now, "element_now"); INTERN(s_refuse, "refuse"); INTERN(s_cpu, "cpu");
     INTERN(s_device_id, "device_id"); INTERN(s_label, "label"); INTERN(s_empty, "");
     Zero = PyLong_FromLong(0);
     One = PyLong_FromLong(1);
@@ -1902,7 +2029,8 @@ PyInit__lean(void)
     if (Zero == NULL || One == NULL || KwOut == NULL)
         return NULL;
     if (PyType_Ready(&OperatorType) < 0 || PyType_Ready(&FinalizerType) < 0 ||
-            PyType_Ready(&RecordType) < 0 || PyType_Ready(&StoreMethodType) < 0)
+            PyType_Ready(&RecordType) < 0 || PyType_Ready(&StoreMethodType) < 0 ||
+            PyType_Ready(&ElementType) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
@@ -1910,7 +2038,8 @@ PyInit__lean(void)
     if (PyModule_AddObjectRef(module, "Operator", (PyObject *)&OperatorType) < 0 ||
             PyModule_AddObjectRef(module, "Finalizer", (PyObject *)&FinalizerType) < 0 ||
             PyModule_AddObjectRef(module, "Record", (PyObject *)&RecordType) < 0 ||
-            PyModule_AddObjectRef(module, "StoreMethod", (PyObject *)&StoreMethodType) < 0) {
+            PyModule_AddObjectRef(module, "StoreMethod", (PyObject *)&StoreMethodType) < 0 ||
+            PyModule_AddObjectRef(module, "Element", (PyObject *)&ElementType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -18,7 +18,8 @@ import numpy as np
 from minerva import autograd
 from minerva.api import interop, printing, sorting, statistics
 from minerva.api.core import (attributes, creation, elementwise, exports, fields,
-                              indexing, iteration, layout, manipulation, reductions, scalars)
+                              indexing, iteration, layout, lean, manipulation, reductions,
+                              scalars)
 from minerva.api.core.ufuncs import (FUNCTIONS, comparison_method, in_place_method,
                                      operator_method, power_method, reflected_method,
                                      unary_method)
@@ -191,7 +192,8 @@ METHODS: dict = {
     "__abs__": unary_method("absolute"), "__invert__": unary_method("invert"),
     "__round__": elementwise.python_round,
     # indexing, iteration, copies, pickling
-    "__getitem__": fields.getitem, "__setitem__": fields.setitem, "__iter__": _iter,
+    "__getitem__": lean.element(fields.getitem), "__setitem__": fields.setitem,
+    "__iter__": _iter,
     "__contains__": _contains, "__copy__": _shallow_copy, "__deepcopy__": _deepcopy,
     "__reduce__": _reduce,
     # printing, as NumPy prints (it waits for the values)

@@ -35,7 +35,7 @@ FILL = registry.get("fill")
 ASSIGN = registry.get("assign")
 
 
-_COPIED_SCALARS = "biufcmMUS"
+COPIED_SCALARS = "biufcmMUS"
 """Kinds whose NumPy scalars are copies (a structured element, ``np.void``, is a view of
 its array in NumPy: read lazily, never as an alias of minerva's buffer)."""
 
@@ -46,7 +46,7 @@ def getitem(x: NArray, key):
     device and nothing records (autograd, jit), else a lazy one."""
     spec = x._spec
     at_once = not SEAM.hooks and HOST_READS.refuse is None \
-        and spec.dtype.kind in _COPIED_SCALARS   # see ``element_now``
+        and spec.dtype.kind in COPIED_SCALARS   # see ``element_now``
     if type(key) is int and at_once and len(spec.shape) == 1:   # x[i]: the common case
         storage = x._storage
         element = storage.engine.element_now(storage, x._view, key)

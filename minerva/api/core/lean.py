@@ -1,15 +1,21 @@
 """The optional C accelerator of the lean path (``minerva._lean``), configured here.
 
-An NArray operator (``x + 1.0``, ``x * y``, ``1.0 - x``) runs in C from its slot to the result handle
-when its operands are whole, computed values on a CPU device and the op is small enough
-for the calling thread, while nothing listens at the op-building seam and no trace
-records: the same steps as ``builder.build`` → ``DirectPath.run_lean``, with the shape
-rule's results cached per (op, input specs, scalar type). Anything else — a view, a
-pending input, a write, a temporary to elide, a trace, autograd, jit — goes to the Python
-operator the C one stands in front of, before anything has changed. The results, errors,
-floating-point reports and memory figures are the Python path's; the test suite runs on
-both (``MINERVA_ACCEL=0`` turns the accelerator off; without a C compiler at install time
-there is none, and minerva runs the Python path).
+An NArray operator (``x + 1.0``, ``x * y``, ``1.0 - x``) runs in C from its slot to the
+result handle when its operands are whole, computed values on a CPU device and the op is
+small enough for the calling thread, while nothing listens at the op-building seam: the
+same steps as ``builder.build`` → ``DirectPath.run_lean``, with the shape rule's results
+cached per (op, input specs, scalar type). While a trace records (the Recorder alone,
+``HookBus.lean_trace``), the op appends its own record, the tuple's fields the Recorder's
+``op_finished`` makes, in a ``Record`` the garbage collector does not count. Anything
+else — a view, a pending input, a write, a temporary to elide, another listener,
+autograd, jit — goes to the Python operator the C one stands in front of, before anything
+has changed. In front of their Python twins too: ``Storage.__del__`` (a ``Finalizer``),
+``PooledDataStore.free`` and ``alloc_array`` (``StoreMethod``: the recent-block stack's
+O(1) paths, with their memory records) and ``NArray.__getitem__`` (``Element``: ``x[i]``,
+``x[i, j]`` of a whole computed value read at once). The results, errors,
+floating-point reports, memory figures and trace records are the Python path's; the test
+suite runs on both (``MINERVA_ACCEL=0`` turns the accelerator off; without a C compiler
+at install time there is none, and minerva runs the Python path).
 """
 from __future__ import annotations
 
@@ -18,18 +24,18 @@ import os
 
 import numpy as np
 
+from minerva.api.core.indexing import COPIED_SCALARS
 from minerva.builder import SEAM
-from minerva.common import fp_errors
-from minerva.common import callsite
+from minerva.common import callsite, fp_errors
 from minerva.common.callsite import user_callsite
 from minerva.current import Runtime
 from minerva.dag.nodes import COMPLETED, DataNode, Storage, new_node_id
 from minerva.device.base import Device, detach_traceback
-from minerva.narray import NArray
+from minerva.narray import HOST_READS, NArray
 from minerva.ops.dtypes import NUMERIC_KINDS
 from minerva.ops.registry import ArraySpec
 from minerva.scheduler import state
-from minerva.scheduler.direct import AHEAD_BYTES, direct_error
+from minerva.scheduler.direct import AHEAD_BYTES, DirectPath, direct_error
 from minerva.scheduler.releases import Releasing
 from minerva.storage.base import Block
 from minerva.storage.pooled import PooledDataStore
@@ -75,6 +81,13 @@ def operator(python, op_def, scalar_op, elides: bool, reverse: bool = False):
     return _lean.Operator(python, op_def, scalar_op, getattr(np, name), elides, reverse)
 
 
+def element(python):
+    """NArray's ``__getitem__`` ``python`` with its read of one element at once in C
+    (``x[i]``, ``x[i, j]``: ints alone, one per axis, of a whole computed value) where the
+    accelerator is active; else ``python`` itself."""
+    return _lean.Element(python) if ACTIVE else python
+
+
 def configure(elide_bytes: int) -> None:
     """Hand the runtime's classes and constants to the accelerator, where it is active
     (``elide_bytes``: from this size a Python operator may elide a temporary operand, so
@@ -90,9 +103,11 @@ def configure(elide_bytes: int) -> None:
         ahead_bytes=AHEAD_BYTES, elide_bytes=elide_bytes, release=Releasing.release,
         package_dir=callsite.PACKAGE_DIR, finished=FINISHED, alloc_tag=ALLOC, free_tag=FREE,
         PooledDataStore=PooledDataStore, round_granule=round_granule, granule=GRANULE,
-        device_free=Device.free)
+        device_free=Device.free, element_now=DirectPath.element_now, host_reads=HOST_READS,
+        copied_scalars=COPIED_SCALARS)
     if not isinstance(Storage.__dict__["__del__"], _lean.Finalizer):
         Storage.__del__ = _lean.Finalizer(Storage.__del__)
     for name in ("free", "alloc_array"):   # their O(1) paths in C
-        if not isinstance(PooledDataStore.__dict__[name], _lean.StoreMethod):
-            setattr(PooledDataStore, name, _lean.StoreMethod(getattr(PooledDataStore, name), name))
+        python = PooledDataStore.__dict__[name]
+        if not isinstance(python, _lean.StoreMethod):
+            setattr(PooledDataStore, name, _lean.StoreMethod(python, name))

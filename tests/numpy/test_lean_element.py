@@ -1,0 +1,96 @@
+"""``x[i]`` read at once in C (minerva._lean.Element in front of NArray.__getitem__): one
+element of a whole computed value is NumPy's own scalar, with NumPy's IndexError; every
+other key, view or state goes to the Python path and gives what it gave."""
+from __future__ import annotations
+
+import numpy
+import pytest
+
+import minerva as mv
+from minerva.api.core import lean
+from minerva.narray import NArray
+
+accelerated = pytest.mark.skipif(not lean.ACTIVE, reason="the C accelerator is not built")
+DTYPES = ["float64", "float32", "int64", "int8", "uint16", "bool", "complex64", "<U3",
+          "datetime64[s]"]
+
+
+def _sample(rng, dtype, shape):
+    values = rng.integers(-50, 50, shape)
+    if dtype == "<U3":
+        return values.astype(str).astype(dtype)
+    if dtype == "bool":
+        return values > 0
+    return values.astype(dtype)
+
+
+@accelerated
+def test_getitem_is_the_c_element_read():
+    assert type(NArray.__dict__["__getitem__"]).__name__ == "Element"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(7,), (3, 4), (2, 3, 2)])
+def test_every_element_is_numpys_scalar(dtype, shape):
+    rng = numpy.random.default_rng(len(dtype) + len(shape))
+    expected = _sample(rng, dtype, shape)
+    x = mv.array(expected)
+    for index in numpy.ndindex(*shape):
+        for key in (index, tuple(i - n for i, n in zip(index, shape))):   # and negative
+            key = key[0] if len(shape) == 1 else key
+            got, want = x[key], expected[key]
+            assert type(got) is type(want) and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("key", [7, -8, 100, (0, 9), (5, 0)])
+def test_out_of_bounds_raises_numpys_index_error(key):
+    expected = numpy.arange(28.0).reshape(4, 7) if isinstance(key, tuple) \
+        else numpy.arange(7.0)
+    x = mv.array(expected)
+    with pytest.raises(IndexError) as ours:
+        x[key]
+    with pytest.raises(IndexError) as numpys:
+        expected[key]
+    assert str(ours.value) == str(numpys.value)
+
+
+def test_other_keys_and_views_give_what_the_python_path_gives():
+    base = numpy.arange(24.0).reshape(4, 6)
+    x = mv.array(base)
+    for key in [1, (1,), (1, slice(None)), True, numpy.int64(2), (numpy.int64(1), 2),
+                (Ellipsis, 3), (1, 2, None), [0, 2], slice(1, 3)]:
+        got, want = x[key], base[key]
+        got = got.to_numpy() if isinstance(got, NArray) else got
+        numpy.testing.assert_array_equal(got, want)
+    view = x[1:, ::2]
+    assert view[2, 1] == base[1:, ::2][2, 1]
+    assert x.T[5, 3] == base.T[5, 3]
+
+
+def test_a_pending_value_is_read_when_computed():
+    big = mv.ones(300_000)   # past the inline limit: made on the device's thread
+    y = big * 3.0 + 1.0
+    assert y[123] == 4.0 and y[-1] == 4.0
+
+
+def test_a_jit_recording_and_autograd_take_the_python_path():
+    w = mv.array(numpy.arange(3.0))
+    w.attach_grad()
+    with mv.autograd.record():
+        picked = w[1]   # recorded: an op, so the gradient flows
+        loss = picked * 2.0
+    loss.backward()
+    numpy.testing.assert_array_equal(w.grad.to_numpy(), [0.0, 2.0, 0.0])
+
+    def step(v):
+        return v[0] + v[2]
+    jitted = mv.jit(step)
+    v = mv.array(numpy.array([1.0, 5.0, 7.0]))
+    assert float(jitted(v)) == 8.0 and float(jitted(v)) == 8.0
+
+
+def test_a_structured_element_is_read_as_the_python_path_reads_it():
+    kind = numpy.dtype([("a", "i4"), ("b", "f8")])
+    base = numpy.array([(1, 2.0), (3, 4.0)], dtype=kind)
+    x = mv.array(base)
+    assert x[1]["a"] == 3 and x[0]["b"] == 2.0
