@@ -223,8 +223,13 @@ def _value_key(value):
                 break
         else:   # axes, shapes: ints alone
             return tuple, value
-        items = tuple(_value_key(v) for v in value)
-        return _UNKEYED if any(item is _UNKEYED for item in items) else (tuple, items)
+        items = []
+        for v in value:
+            item = _value_key(v)
+            if item is _UNKEYED:
+                return _UNKEYED
+            items.append(item)
+        return tuple, tuple(items)
     if kind is slice:
         items = (_value_key(value.start), _value_key(value.stop), _value_key(value.step))
         return _UNKEYED if any(item is _UNKEYED for item in items) else (slice, items)

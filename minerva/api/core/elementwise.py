@@ -24,7 +24,10 @@ _OPS = registry.get
 def _mixed(name, operands, out=None):
     layout, arrays = [], []
     for value in operands:
-        if value is None or (is_scalar(value) and not isinstance(value, NArray)):
+        if type(value) is NArray:   # (no scalar test: it would ask NArray's __class__)
+            layout.append(ARRAY)
+            arrays.append(to_narray(value, name))
+        elif value is None or (is_scalar(value) and not isinstance(value, NArray)):
             layout.append(value[()] if isinstance(value, np.ndarray) else value)
         else:
             layout.append(ARRAY)
