@@ -150,15 +150,16 @@ numeric_spec(PyObject *spec)
     return found;
 }
 
-/* The output spec of `op` over `spec` and `other` (a second spec, or a Python scalar,
- * on the left when `reverse`);
+/* The output spec of `op` over `spec` and `other` (a second spec, a Python scalar, on
+ * the left when `reverse`, or NULL for a one-operand op);
  * new reference, NULL without an error set when the op must take the Python path (the
  * shape rule raises there, at the user's line), or an output that is not one numeric,
  * non-0-d array. */
 static PyObject *
 out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar, int reverse)
 {
-    PyObject *key = scalar ? (PyObject *)Py_TYPE(other) : other;
+    /* other NULL: a one-operand op, keyed by None */
+    PyObject *key = other == NULL ? Py_None : scalar ? (PyObject *)Py_TYPE(other) : other;
     Py_ssize_t i = (cache_slot(op, spec, key) + reverse) % CACHE_SIZE;
     CacheEntry *e = &Cache[i];
     if (e->op == op && e->spec == spec && e->other == key && e->reverse == reverse) {
@@ -177,7 +178,7 @@ out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar, int reverse)
         Py_XDECREF(kwargs);
         Py_XDECREF(args);
     } else {
-        specs = PyObject_CallFunctionObjArgs(infer, spec, other, NULL);
+        specs = PyObject_CallFunctionObjArgs(infer, spec, other, NULL);   /* other NULL: one */
     }
     Py_DECREF(infer);
     if (specs == NULL || !PyTuple_CheckExact(specs) || PyTuple_GET_SIZE(specs) != 1)
@@ -1345,6 +1346,7 @@ typedef struct {
     PyObject *names[2];    /* the two ops' names (a trace record's): op, scalar_op */
     int elides;            /* whether Python may elide a temporary operand */
     int reverse;           /* a reflected operator (`1.0 - x`): scalars only, on the left */
+    int unary;             /* a one-operand op (`-x`, `np.exp(x)`): `op` alone */
 } Operator;
 
 /* `a <op> b` on the lean path: a new handle, Py_None for the Python path, NULL on error. */
@@ -1352,21 +1354,23 @@ static PyObject *
 operator_lean(Operator *self, PyObject *a, PyObject *b)
 {
     int scalar;
-    if (PyFloat_CheckExact(b) || PyLong_CheckExact(b))
+    if (b == NULL)   /* a one-operand op */
+        scalar = 0;
+    else if (PyFloat_CheckExact(b) || PyLong_CheckExact(b))
         scalar = 1;
     else if (Py_IS_TYPE(b, NArrayType) && !self->reverse)
         scalar = 0;
     else
         Py_RETURN_NONE;
-    if (SLOT(a, ArrayOff[A_VIEW]) != Py_None ||
-            (!scalar && SLOT(b, ArrayOff[A_VIEW]) != Py_None))
+    int binary = b != NULL && !scalar;
+    if (SLOT(a, ArrayOff[A_VIEW]) != Py_None || (binary && SLOT(b, ArrayOff[A_VIEW]) != Py_None))
         Py_RETURN_NONE;
     PyObject *spec = SLOT(a, ArrayOff[A_SPEC]);
-    PyObject *other = scalar ? b : SLOT(b, ArrayOff[A_SPEC]);
-    if (spec == NULL || other == NULL || !Py_IS_TYPE(spec, SpecType))
+    PyObject *other = b == NULL ? NULL : scalar ? b : SLOT(b, ArrayOff[A_SPEC]);
+    if (spec == NULL || (b != NULL && other == NULL) || !Py_IS_TYPE(spec, SpecType))
         Py_RETURN_NONE;
     if (self->elides && (spec_nbytes(spec) >= ElideBytes ||
-                         (!scalar && spec_nbytes(other) >= ElideBytes)))
+                         (binary && spec_nbytes(other) >= ElideBytes)))
         Py_RETURN_NONE;   /* a temporary may be elided: Python's `_dying` decides */
     PyObject *system = PyObject_GetAttr(Runtime, s_system);
     if (system == NULL)
@@ -1394,9 +1398,9 @@ operator_lean(Operator *self, PyObject *a, PyObject *b)
     }
     L.nbytes = spec_nbytes(L.spec);
     L.inputs[0] = SLOT(a, ArrayOff[A_STORAGE]);
-    if (!scalar)
+    if (binary)
         L.inputs[1] = SLOT(b, ArrayOff[A_STORAGE]);
-    L.n_inputs = scalar ? 1 : 2;
+    L.n_inputs = binary ? 2 : 1;
     int ok = 1;
     for (int i = 0; i < L.n_inputs; i++)
         ok &= L.inputs[i] != NULL && Py_IS_TYPE(L.inputs[i], StorageType);
@@ -1408,7 +1412,7 @@ operator_lean(Operator *self, PyObject *a, PyObject *b)
             operands[0] = b;
             operands[1] = NULL;
         }
-        result = lean_run(&L, operands, 2);
+        result = lean_run(&L, operands, b == NULL ? 1 : 2);
     } else if (prepared == 0) {
         Py_INCREF(Py_None);
     } else {
@@ -1425,8 +1429,8 @@ operator_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
 {
     Operator *self = (Operator *)callable;
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-    if (n == 2 && kwnames == NULL && Py_IS_TYPE(args[0], NArrayType)) {
-        PyObject *result = operator_lean(self, args[0], args[1]);
+    if (n == 2 - self->unary && kwnames == NULL && Py_IS_TYPE(args[0], NArrayType)) {
+        PyObject *result = operator_lean(self, args[0], self->unary ? NULL : args[1]);
         if (result != Py_None)
             return result;
         Py_DECREF(result);
@@ -1438,11 +1442,11 @@ static PyObject *
 operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *python, *op, *scalar_op, *ufunc;
-    int elides, reverse = 0;
+    int elides, reverse = 0, unary = 0;
     static char *names[] = {"python", "op", "scalar_op", "ufunc", "elides", "reverse",
-                            NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOp|p", names, &python, &op,
-                                     &scalar_op, &ufunc, &elides, &reverse))
+                            "unary", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOp|pp", names, &python, &op,
+                                     &scalar_op, &ufunc, &elides, &reverse, &unary))
         return NULL;
     Operator *self = (Operator *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -1460,6 +1464,7 @@ operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     self->elides = elides;
     self->reverse = reverse;
+    self->unary = unary;
     return (PyObject *)self;
 }
 

@@ -135,6 +135,7 @@ def _unary_infer(name, ufunc):
 def _unary_impl(name):
     def impl(xp, a, *, out):
         getattr(xp, name)(a, out=out)
+    impl.kernel_name = name   # the C lean path calls ``numpy.<name>`` as this does
     return impl
 
 

@@ -159,3 +159,79 @@ def test_the_python_path_alone_passes_the_operator_suites():
                             "from minerva.api.core import lean; print(lean.ACTIVE)"],
                            env=env, capture_output=True, text=True, timeout=60)
     assert check.stdout.strip() == "False"
+
+
+UNARY_NAMES = ("negative", "positive", "absolute", "fabs", "exp", "exp2", "expm1", "log",
+               "log2", "log10", "log1p", "sqrt", "cbrt", "square", "reciprocal", "sign",
+               "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+               "arcsinh", "arccosh", "arctanh", "floor", "ceil", "trunc", "rint", "invert",
+               "logical_not", "isnan", "isinf", "isfinite", "signbit", "conjugate",
+               "deg2rad", "rad2deg")
+
+
+@pytest.mark.parametrize("name", UNARY_NAMES)
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int16", "bool",
+                                   "complex128"])
+def test_a_one_operand_function_gives_numpys_bits_type_and_error(name, dtype):
+    rng = numpy.random.default_rng(len(name) * 7 + len(dtype))
+    host = (rng.standard_normal(9) * 3).astype(dtype)
+    x = mv.array(host)
+    with numpy.errstate(all="ignore"):
+        try:
+            expected = getattr(numpy, name)(host)
+        except TypeError as err:   # NumPy has no loop for this dtype
+            with pytest.raises(TypeError):
+                getattr(mv, name)(x)
+            return
+        got = getattr(mv, name)(x)
+        again = getattr(mv, name)(x)   # the second call: the shape rule from the cache
+    for result in (got, again):
+        assert result.dtype == expected.dtype
+        assert result.to_numpy().tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("operator", ["__neg__", "__pos__", "__abs__", "__invert__"])
+def test_a_unary_operator_gives_numpys_bits(operator):
+    for host in (numpy.arange(-4, 5, dtype="int32"), numpy.linspace(-2, 2, 7)):
+        if operator == "__invert__" and host.dtype.kind == "f":
+            continue
+        x = mv.array(host)
+        got, expected = getattr(x, operator)(), getattr(host, operator)()
+        assert got.to_numpy().tobytes() == expected.tobytes()
+        view = getattr(x[1:], operator)()   # a view: the Python path
+        assert view.to_numpy().tobytes() == getattr(host[1:], operator)().tobytes()
+
+
+@accelerated
+def test_a_tiny_chain_of_functions_makes_no_python_call_per_op():
+    x = mv.array(numpy.linspace(0.0, 1.0, 6))
+
+    def chain(n):
+        y = x
+        for _ in range(n):
+            y = mv.tanh(-mv.sqrt(abs(y)))
+        return y
+    expected = numpy.linspace(0.0, 1.0, 6)
+    for _ in range(300):
+        expected = numpy.tanh(-numpy.sqrt(abs(expected)))
+    chain(3)
+    calls = _python_calls(lambda: chain(300))
+    assert sum(calls.values()) < 300 * 4 * 2   # the store's own, for fresh temporaries
+    assert "build" not in calls and "run_lean" not in calls
+    assert chain(300).to_numpy().tobytes() == expected.tobytes()
+
+
+def test_a_one_operand_function_with_keywords_or_a_warning_keeps_numpys_behaviour():
+    host = numpy.array([4.0, -1.0, 9.0])
+    x = mv.array(host)
+    out = mv.zeros(3)
+    assert mv.sqrt(x[::2], out=out[:2]) is not None
+    numpy.testing.assert_array_equal(out.to_numpy()[:2], [2.0, 3.0])
+    assert mv.exp(x, dtype="float32").dtype == numpy.float32
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = mv.sqrt(x)
+    assert [w.category for w in caught] == [RuntimeWarning]
+    assert caught[0].filename == __file__
+    with numpy.errstate(invalid="ignore"):
+        assert got.to_numpy().tobytes() == numpy.sqrt(host).tobytes()

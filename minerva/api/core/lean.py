@@ -81,6 +81,17 @@ def operator(python, op_def, scalar_op, elides: bool, reverse: bool = False):
     return _lean.Operator(python, op_def, scalar_op, getattr(np, name), elides, reverse)
 
 
+def unary(python, op_def):
+    """A one-operand function or operator ``python`` over ``op_def`` (``np.exp(x)``,
+    ``-x``), with its lean path in C where the accelerator is active and the op's kernel
+    is NumPy's ufunc of its ``kernel_name``; else ``python`` itself."""
+    name = getattr(op_def.impl, "kernel_name", None)
+    ufunc = getattr(np, name, None) if ACTIVE and name else None
+    if not isinstance(ufunc, np.ufunc):
+        return python
+    return _lean.Operator(python, op_def, op_def, ufunc, False, False, True)
+
+
 def element(python):
     """NArray's ``__getitem__`` ``python`` with its read of one element at once in C
     (``x[i]``, ``x[i, j]``: ints alone, one per axis, of a whole computed value) where the

@@ -209,10 +209,11 @@ def in_place_method(name: str):
 
 
 def unary_method(name: str):
-    """NArray's unary operator for ufunc ``name`` (``__neg__`` for ``negative``)."""
+    """NArray's unary operator for ufunc ``name`` (``__neg__`` for ``negative``); in C
+    where the operator's lean path can run (``lean.unary``)."""
     def method(self):
         return unary_op(name, self)
-    return method
+    return lean.unary(method, _OPS[name])
 
 
 def _binary_function(name: str):
@@ -336,12 +337,15 @@ def _attributes(name: str) -> dict:
 _NUMPY_ATTRIBUTES = ("nin", "nout", "nargs", "ntypes", "types", "identity", "signature")
 
 
-def _ufunc(name: str, function) -> Ufunc:
+def _ufunc(name: str, function, unary=None) -> Ufunc:
     """The Ufunc ``name`` that calls ``function`` (its own class's ``__call__``: a call
-    costs one Python call more than the function's), with NumPy's docstring."""
+    costs one Python call more than the function's), with NumPy's docstring; for a
+    one-operand op ``unary``, ``f(x)`` of an NArray runs in C where it can
+    (``lean.unary``: then the call costs no Python call)."""
     numpy_ufunc = getattr(np, name, None)
     doc = numpy_ufunc.__doc__ if isinstance(numpy_ufunc, np.ufunc) else function.__doc__
-    kind = type(name, (Ufunc,), {"__call__": staticmethod(function), "__doc__": doc,
+    call = function if unary is None else lean.unary(function, unary)
+    kind = type(name, (Ufunc,), {"__call__": staticmethod(call), "__doc__": doc,
                                  "__module__": __name__})
     return kind(name, function, _attributes(name))
 
@@ -349,7 +353,7 @@ def _ufunc(name: str, function) -> Ufunc:
 _OPS = {name: registry.get(name) for name in BINARY + UNARY + ("sigmoid", "relu", "divmod")}
 _SCALAR_OPS = {name: registry.get(name + "_scalar") for name in BINARY + ("divmod",)}
 FUNCTIONS = {name: _ufunc(name, _binary_function(name)) for name in BINARY + ("divmod",)}
-FUNCTIONS.update({name: _ufunc(name, _unary_function(name))
+FUNCTIONS.update({name: _ufunc(name, _unary_function(name), _OPS[name])
                   for name in UNARY + ("sigmoid", "relu")})
 ALIASES = {
     "abs": "absolute", "true_divide": "divide", "mod": "remainder", "pow": "power",
