@@ -226,8 +226,6 @@ def _binary_function(name: str):
             raise TypeError(f"{name}: unsupported operand types {type(x1).__name__} and "
                             f"{type(x2).__name__}")
         return result
-    if apply is binary_op:   # as the operator ``x1 + x2`` runs: in C where it can
-        positional = lean.operator(positional, _OPS[name], _SCALAR_OPS[name], False)
 
     def function(x1, x2, /, out=None, **kwargs):
         if out is None and not kwargs and type(x1) is NArray:   # the common call
@@ -341,10 +339,16 @@ def _ufunc(name: str, function, unary=None) -> Ufunc:
     """The Ufunc ``name`` that calls ``function`` (its own class's ``__call__``: a call
     costs one Python call more than the function's), with NumPy's docstring; for a
     one-operand op ``unary``, ``f(x)`` of an NArray runs in C where it can
-    (``lean.unary``: then the call costs no Python call)."""
+    (``lean.unary``: then the call costs no Python call), as ``f(x, y)`` of a two-operand
+    one but the comparisons does, where the operator ``x + y`` would (``lean.operator``)."""
     numpy_ufunc = getattr(np, name, None)
     doc = numpy_ufunc.__doc__ if isinstance(numpy_ufunc, np.ufunc) else function.__doc__
-    call = function if unary is None else lean.unary(function, unary)
+    if unary is not None:
+        call = lean.unary(function, unary)
+    elif name in _SCALAR_OPS and name not in comparisons.OPERATORS:
+        call = lean.operator(function, _OPS[name], _SCALAR_OPS[name], False)
+    else:
+        call = function
     kind = type(name, (Ufunc,), {"__call__": staticmethod(call), "__doc__": doc,
                                  "__module__": __name__})
     return kind(name, function, _attributes(name))
