@@ -36,6 +36,7 @@ static PyObject *Decoded;          /* fp_errors._DECODED: captured -> (ErrState,
 static PyObject *DirectRecords;    /* fp_errors.DIRECT_RECORDS (a list) */
 static PyObject *Numpy;            /* the numpy module (a CPU device's xp) */
 static PyObject *Failed;           /* lean.failed(engine, op_def, spec, device, block, target, exc) */
+static PyObject *FailedWrite;      /* lean.failed_write(engine, op_def, written, device, exc) */
 static PyObject *Reported;         /* lean.reported(errstate, op_def) */
 static PyObject *NumericKinds;     /* "biufc" */
 static long Completed;             /* the COMPLETED state */
@@ -340,6 +341,8 @@ typedef struct {
     PyObject *record, *track;              /* while a trace records: its append, the track */
     PyObject *exc;                         /* the kernel's exception, for the record */
     long long started;                     /* when the kernel began (ns), for the record */
+    PyObject *written;                     /* a write's storage (`x += y`), borrowed; or NULL */
+    PyObject *target_handle;               /* the written handle (`x`), borrowed */
 } LeanOp;
 
 static void
@@ -958,7 +961,7 @@ lean_ready(LeanOp *L)
     if (attr_ssize(L->engine, s_n_inflight, &inflight) < 0 ||
             attr_ssize(L->engine, s_max_pending, &max_pending) < 0)
         return -1;
-    if (inflight >= max_pending || (L->total > AheadBytes && inflight))
+    if (inflight >= max_pending || (L->total > AheadBytes && inflight && L->written == NULL))
         return 0;
     for (int i = 0; i < L->n_inputs; i++) {
         PyObject *storage = L->inputs[i];
@@ -1160,7 +1163,7 @@ lean_reap(LeanOp *L, PyObject **block, PyObject **later)
     int recycles = attr_true(L->store, s_recycles);
     if (recycles < 0)
         return -1;
-    Py_ssize_t nbytes = recycles ? L->nbytes : -1;
+    Py_ssize_t nbytes = recycles && L->written == NULL ? L->nbytes : -1;   /* no hand-over */
     PyObject *dag = PyObject_GetAttr(L->engine, s_dag);
     PyObject *values = dag == NULL ? NULL : PyObject_GetAttr(dag, s_data);
     Py_XDECREF(dag);
@@ -1206,6 +1209,69 @@ lean_reap(LeanOp *L, PyObject **block, PyObject **later)
     return rc;
 }
 
+/* ---- a write in place: x += y ------------------------------------------------------ */
+
+static inline long
+long_slot(PyObject *obj, Py_ssize_t off)
+{
+    PyObject *value = SLOT(obj, off);
+    return value == NULL || !PyLong_Check(value) ? -1 : PyLong_AsLong(value);
+}
+
+/* `state.writable_now(base, device_id)`: `base` computed on the op's device, read by
+ * nothing pending, held by one storage alone, with no cached copies. */
+static int
+writable_now(LeanOp *L, PyObject *base)
+{
+    if (long_slot(base, DataOff[D_STATE]) != Completed || long_slot(base, DataOff[D_RC]) != 0 ||
+            SLOT(base, DataOff[D_WRITER]) != Py_None ||
+            long_slot(base, DataOff[D_EXTERN_RC]) != 1 ||
+            SLOT(base, DataOff[D_COPIES]) != Py_None)
+        return PyErr_Occurred() ? -1 : 0;
+    return PyObject_RichCompareBool(SLOT(base, DataOff[D_DEVICE_ID]), L->device_id, Py_EQ);
+}
+
+/* `state.settled_write(dag, base, False, created_at)`: the next version of `base`'s
+ * storage, computed, owning its buffer (new reference); `base` leaves the DAG. */
+static PyObject *
+settled_write(LeanOp *L, PyObject *base)
+{
+    PyObject *file, *created_at = NULL, *node_id = NULL, *version = NULL, *dag = NULL;
+    int line;
+    if (user_line(&file, &line) < 0)
+        return NULL;
+    created_at = Py_BuildValue("(Ni)", file, line);
+    long before = long_slot(base, DataOff[D_VERSION]);
+    node_id = created_at == NULL || before < 0 ? NULL : PyObject_CallNoArgs(NewNodeId);
+    version = node_id == NULL ? NULL : PyLong_FromLong(before + 1);
+    PyObject *out = version == NULL ? NULL : DataNodeType->tp_alloc(DataNodeType, 0);
+    if (out != NULL) {
+        PyObject *block = SLOT(base, DataOff[D_BLOCK]), *array = SLOT(base, DataOff[D_ARRAY]);
+        PyObject *values[D_N] = {
+            node_id, SLOT(base, DataOff[D_SPEC]), SLOT(base, DataOff[D_DEVICE_ID]), Py_None,
+            CompletedObj, Zero, One, Py_None, Py_None, Py_None, Py_None, Py_None, Zero,
+            SLOT(base, DataOff[D_STORAGE_ID]), version, block, array, Py_None, Py_None,
+            Py_False, created_at};
+        for (int i = 0; i < D_N; i++)
+            set_slot(out, DataOff[i], values[i]);
+        set_slot(base, DataOff[D_EXTERN_RC], Zero);
+        set_slot(base, DataOff[D_BLOCK], Py_None);
+        set_slot(base, DataOff[D_ARRAY], Py_None);
+        set_slot(base, DataOff[D_DEAD], Py_True);
+        if (block != Py_None)
+            set_slot(SLOT(out, DataOff[D_BLOCK]), BlockOff[B_LABEL], out);
+        dag = PyObject_GetAttr(L->engine, s_dag);
+        PyObject *data = dag == NULL ? NULL : PyObject_GetAttr(dag, s_data);
+        if (data == NULL || PyDict_DelItem(data, SLOT(base, DataOff[D_NODE_ID])) < 0 ||
+                PyDict_SetItem(data, node_id, out) < 0 ||
+                attr_add(dag, s_n_completed_total, 1) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(data);
+    }
+    Py_XDECREF(created_at); Py_XDECREF(node_id); Py_XDECREF(version); Py_XDECREF(dag);
+    return out;
+}
+
 /* Under the lock: run the op; the output value (new reference), Py_None when it must
  * take the DAG path, NULL on an error of the runtime itself. */
 static PyObject *
@@ -1231,8 +1297,19 @@ lean_locked(LeanOp *L, PyObject *errstate, PyObject *const *operands, int n_oper
             return NULL;
         Py_RETURN_NONE;
     }
-    PyObject *taken = NULL;
-    int got = lean_target(L, block, &taken, &target);
+    PyObject *taken = NULL, *base = NULL;
+    int got;
+    if (L->written != NULL) {   /* a write: into the current value's own buffer */
+        Py_DECREF(block);
+        base = SLOT(L->written, StorageOff[S_CURRENT]);
+        got = SLOT(L->written, StorageOff[S_ENGINE]) == L->engine ? writable_now(L, base) : 0;
+        if (got > 0) {
+            target = Py_NewRef(SLOT(base, DataOff[D_ARRAY]));
+            taken = Py_NewRef(Py_None);
+        }
+    } else {
+        got = lean_target(L, block, &taken, &target);
+    }
     if (got <= 0)
         return got < 0 ? NULL : Py_NewRef(Py_None);
     /* operands: the inputs' arrays, the scalar where there is one */
@@ -1253,9 +1330,19 @@ lean_locked(LeanOp *L, PyObject *errstate, PyObject *const *operands, int n_oper
         Py_XDECREF(held.type);
         Py_XDECREF(held.tb);
         PyList_SetSlice(DirectRecords, 0, PY_SSIZE_T_MAX, NULL);
-        out = exc == NULL ? NULL : PyObject_CallFunctionObjArgs(
-            Failed, L->engine, L->op, L->spec, L->device, taken, target, exc, NULL);
+        if (exc == NULL)
+            out = NULL;
+        else if (L->written != NULL)
+            out = PyObject_CallFunctionObjArgs(FailedWrite, L->engine, L->op, L->written,
+                                               L->device, exc, NULL);
+        else
+            out = PyObject_CallFunctionObjArgs(Failed, L->engine, L->op, L->spec, L->device,
+                                               taken, target, exc, NULL);
         L->exc = exc;   /* the record's error */
+    } else if (L->written != NULL) {
+        out = settled_write(L, base);
+        if (out != NULL)
+            set_slot(L->written, StorageOff[S_CURRENT], out);
     } else {
         PyObject *dag = PyObject_GetAttr(L->engine, s_dag);
         out = dag == NULL ? NULL : settled_value(dag, L->spec, L->device_id);
@@ -1325,6 +1412,10 @@ lean_run(LeanOp *L, PyObject *const *operands, int n_operands)
         Py_DECREF(r);
     }
     Py_DECREF(errstate);
+    if (L->written != NULL) {   /* `x += y` gives `x` back */
+        Py_DECREF(out);
+        return Py_NewRef(L->target_handle);
+    }
     PyObject *storage = new_storage(out, L->engine);
     Py_DECREF(out);
     if (storage == NULL)
@@ -1347,6 +1438,7 @@ typedef struct {
     int elides;            /* whether Python may elide a temporary operand */
     int reverse;           /* a reflected operator (`1.0 - x`): scalars only, on the left */
     int unary;             /* a one-operand op (`-x`, `np.exp(x)`): `op` alone */
+    int in_place;          /* an in-place operator (`x += y`): written into `x` */
 } Operator;
 
 /* `a <op> b` on the lean path: a new handle, Py_None for the Python path, NULL on error. */
@@ -1365,6 +1457,9 @@ operator_lean(Operator *self, PyObject *a, PyObject *b)
     int binary = b != NULL && !scalar;
     if (SLOT(a, ArrayOff[A_VIEW]) != Py_None || (binary && SLOT(b, ArrayOff[A_VIEW]) != Py_None))
         Py_RETURN_NONE;
+    if (self->in_place && (SLOT(a, ArrayOff[A_READONLY]) != Py_False ||
+                           SLOT(a, ArrayOff[A_SCALAR]) != Py_False))
+        Py_RETURN_NONE;   /* read-only, or a NumPy scalar (rebound): the Python path */
     PyObject *spec = SLOT(a, ArrayOff[A_SPEC]);
     PyObject *other = b == NULL ? NULL : scalar ? b : SLOT(b, ArrayOff[A_SPEC]);
     if (spec == NULL || (b != NULL && other == NULL) || !Py_IS_TYPE(spec, SpecType))
@@ -1395,6 +1490,15 @@ operator_lean(Operator *self, PyObject *a, PyObject *b)
     if (L.spec == NULL) {
         Py_DECREF(system);
         Py_RETURN_NONE;
+    }
+    if (self->in_place) {   /* written only where the result is the target's spec */
+        if (L.spec != spec) {
+            Py_DECREF(system);
+            Py_DECREF(L.spec);
+            Py_RETURN_NONE;
+        }
+        L.written = SLOT(a, ArrayOff[A_STORAGE]);
+        L.target_handle = a;
     }
     L.nbytes = spec_nbytes(L.spec);
     L.inputs[0] = SLOT(a, ArrayOff[A_STORAGE]);
@@ -1442,11 +1546,12 @@ static PyObject *
 operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *python, *op, *scalar_op, *ufunc;
-    int elides, reverse = 0, unary = 0;
+    int elides, reverse = 0, unary = 0, in_place = 0;
     static char *names[] = {"python", "op", "scalar_op", "ufunc", "elides", "reverse",
-                            "unary", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOp|pp", names, &python, &op,
-                                     &scalar_op, &ufunc, &elides, &reverse, &unary))
+                            "unary", "in_place", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOp|ppp", names, &python, &op,
+                                     &scalar_op, &ufunc, &elides, &reverse, &unary,
+                                     &in_place))
         return NULL;
     Operator *self = (Operator *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -1465,6 +1570,7 @@ operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->elides = elides;
     self->reverse = reverse;
     self->unary = unary;
+    self->in_place = in_place;
     return (PyObject *)self;
 }
 
@@ -1945,6 +2051,7 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             take(kwargs, "direct_records", &DirectRecords) < 0 ||
             take(kwargs, "numpy", &Numpy) < 0 || take(kwargs, "failed", &Failed) < 0 ||
             take(kwargs, "reported", &Reported) < 0 ||
+            take(kwargs, "failed_write", &FailedWrite) < 0 ||
             take(kwargs, "numeric_kinds", &NumericKinds) < 0 ||
             take(kwargs, "release", &EngineRelease) < 0 ||
             take(kwargs, "COMPLETED", &completed) < 0 ||

@@ -258,7 +258,9 @@ reading values), by name."""
 
 for _name in [name for name in METHODS if name.startswith("__i") and
               "__" + name[3:] in METHODS]:  # NumPy's scalars are immutable: s += 1 rebinds
-    METHODS[_name] = scalars.rebinding(METHODS[_name], METHODS["__" + _name[3:]])
+    METHODS[_name] = lean.in_place(  # in C where it can (``x += 1.0`` of an array)
+        scalars.rebinding(METHODS[_name], METHODS["__" + _name[3:]]),
+        getattr(METHODS[_name], "ufunc_name", None))
 
 for _name, _method in METHODS.items():
     setattr(NArray, _name, _method)

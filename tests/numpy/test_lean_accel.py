@@ -235,3 +235,80 @@ def test_a_one_operand_function_with_keywords_or_a_warning_keeps_numpys_behaviou
     assert caught[0].filename == __file__
     with numpy.errstate(invalid="ignore"):
         assert got.to_numpy().tobytes() == numpy.sqrt(host).tobytes()
+
+
+IN_PLACE = ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__",
+            "__iand__", "__ior__", "__ixor__")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_in_place_chains_equal_numpy_bitwise(seed):
+    rng = numpy.random.default_rng(100 + seed)
+    dtype = ["float64", "float32", "int64", "int32", "complex128", "float64"][seed]
+    kind = numpy.dtype(dtype).kind
+    host = (rng.standard_normal(8) * 5).astype(dtype) if kind != "i" else \
+        rng.integers(1, 40, 8).astype(dtype)
+    other = host[::-1].copy() + (1 if kind == "i" else 0.25)
+    names = [n for n in IN_PLACE if kind in "fc" or n != "__itruediv__"]
+    names = [n for n in names if kind == "i" or n not in ("__iand__", "__ior__", "__ixor__")]
+    names = [n for n in names if kind != "c" or n not in ("__ifloordiv__", "__imod__")]
+    x, y, alias = mv.array(host), mv.array(other), None
+    view_of_x = x[2:5]   # sees every write into x, as NumPy's view does
+    expected, expected_other = host.copy(), other
+    with numpy.errstate(all="ignore"):
+        for step in range(40):
+            name = names[rng.integers(len(names))]
+            operand = y if rng.random() < 0.5 else (
+                float(rng.integers(1, 4)) if kind in "fc" else int(rng.integers(1, 4)))
+            numpy_operand = expected_other if operand is y else operand
+            if step % 7 == 3:   # x into itself
+                operand, numpy_operand = x, expected
+            result = getattr(x, name)(operand)
+            getattr(expected, name)(numpy_operand)
+            assert result is x
+            if kind == "i":
+                x %= 1000
+                expected %= 1000
+    assert x.to_numpy().tobytes() == expected.tobytes()
+    assert view_of_x.to_numpy().tobytes() == expected[2:5].tobytes()
+
+
+def test_an_in_place_operator_keeps_numpys_rules_where_c_steps_aside():
+    ints = mv.arange(4, dtype="int8")
+    with pytest.raises(IntegerOverflowError):
+        ints += 300
+    floats = mv.arange(4, dtype="float32")
+    floats += numpy.float64(0.5)   # the result type differs: cast back as NumPy does
+    host = numpy.arange(4, dtype="float32")
+    host += numpy.float64(0.5)
+    assert floats.to_numpy().tobytes() == host.tobytes()
+    frozen = mv.ones(3)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError):
+        frozen += 1.0
+    scalar = mv.ones(3).sum()   # a NumPy scalar: += rebinds, the old one stays
+    kept = scalar
+    scalar += 1.0
+    assert float(kept) == 3.0 and float(scalar) == 4.0
+
+
+def test_an_in_place_write_waits_for_pending_readers():
+    big = mv.ones(400_000)   # past the inline limit
+    total = (big * 2.0).sum()   # pending readers of big's value
+    small = mv.ones(4)
+    small += 1.0
+    big += 1.0   # must not overwrite what the pending ops read
+    assert float(total) == 800_000.0
+    assert float(big.sum()) == 800_000.0 and small.to_numpy().tolist() == [2.0] * 4
+
+
+def test_a_failing_in_place_kernel_fails_the_new_version_at_the_users_line():
+    x = mv.ones(3)
+    with numpy.errstate(divide="raise"):
+        x /= 0.0
+    with pytest.raises(mv.OpError, match="test_lean_accel.py") as info:
+        x.to_numpy()
+    assert "FloatingPointError" in str(info.value)
+    y = mv.ones(3)
+    y += 1.0   # the runtime goes on
+    assert y.to_numpy().tolist() == [2.0] * 3

@@ -35,6 +35,7 @@ x = mv.zeros(4)
 mv.profiler.start(path)
 for _ in range(6):
     x = x + 1.0                              # a chain: each dead block handed over
+x += 1.0                                     # a write in place: the next version
 kept = [x * float(i) for i in range(5)]      # fresh outputs: the store's fast path
 y = kept[0] - kept[4]
 with numpy.errstate(divide="raise"):
@@ -69,7 +70,7 @@ def test_a_traced_program_records_the_python_paths_ops_and_memory(engine):
     c_path, python_path = _traced_program(engine, "1"), _traced_program(engine, "0")
     assert c_path["ops"] == python_path["ops"]
     assert c_path["stats"] == python_path["stats"]
-    assert c_path["y"] == python_path["y"] == [-48.0] * 4   # (6 * 0 - 6 * 4) * 2
+    assert c_path["y"] == python_path["y"] == [-56.0] * 4   # (7 * 0 - 7 * 4) * 2
     if engine == "naive":   # no dispatcher thread: the same frees at the same points
         assert c_path["memory"] == python_path["memory"]
     else:

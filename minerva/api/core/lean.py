@@ -32,6 +32,7 @@ from minerva.current import Runtime
 from minerva.dag.nodes import COMPLETED, DataNode, Storage, new_node_id
 from minerva.device.base import Device, detach_traceback
 from minerva.narray import HOST_READS, NArray
+from minerva.ops import registry
 from minerva.ops.dtypes import NUMERIC_KINDS
 from minerva.ops.registry import ArraySpec
 from minerva.scheduler import state
@@ -63,6 +64,17 @@ def failed(engine, op_def, spec, device, block, target, exc):
     return out
 
 
+def failed_write(engine, op_def, written, device, exc):
+    """The next version of storage ``written`` after a lean write whose kernel raised
+    ``exc`` (called from C, under the engine lock), as ``DirectPath.run_lean`` makes it:
+    failed, its error naming the user's line."""
+    out = written.current = state.settled_write(engine.dag, written.current, True,
+                                                user_callsite())
+    out.error = direct_error(op_def, detach_traceback(exc), out.node_id, device)
+    engine._failures.append(out.error)
+    return out
+
+
 def reported(errstate, op_def) -> None:
     """Report the floating-point errors a lean op's kernel met, at the user's line (called
     from C, after the engine lock)."""
@@ -79,6 +91,21 @@ def operator(python, op_def, scalar_op, elides: bool, reverse: bool = False):
     if not ACTIVE or name is None or getattr(scalar_op.impl, "kernel_name", None) != name:
         return python
     return _lean.Operator(python, op_def, scalar_op, getattr(np, name), elides, reverse)
+
+
+def in_place(python, name):
+    """NArray's in-place operator ``python`` (``x += y``) of ufunc ``name``, with its lean
+    path in C where the accelerator is active and both ops call the same NumPy function
+    (a write into ``x``'s own buffer when its value is computed and held by ``x`` alone);
+    else, or for ``name`` None, ``python`` itself."""
+    if name is None:
+        return python
+    op_def, scalar_op = registry.get(name), registry.get(name + "_scalar")
+    kernel = getattr(op_def.impl, "kernel_name", None)
+    if not ACTIVE or kernel is None or getattr(scalar_op.impl, "kernel_name", None) != kernel:
+        return python
+    return _lean.Operator(python, op_def, scalar_op, getattr(np, kernel), False, False, False,
+                          True)
 
 
 def unary(python, op_def):
@@ -110,7 +137,8 @@ def configure(elide_bytes: int) -> None:
         Block=Block, Runtime=Runtime, SEAM=SEAM, new_node_id=new_node_id,
         extobj=fp_errors.EXTOBJ, decoded=fp_errors.DECODED,
         direct_records=fp_errors.DIRECT_RECORDS, numpy=np, failed=failed,
-        reported=reported, numeric_kinds=NUMERIC_KINDS, COMPLETED=COMPLETED,
+        reported=reported, failed_write=failed_write, numeric_kinds=NUMERIC_KINDS,
+        COMPLETED=COMPLETED,
         ahead_bytes=AHEAD_BYTES, elide_bytes=elide_bytes, release=Releasing.release,
         package_dir=callsite.PACKAGE_DIR, finished=FINISHED, alloc_tag=ALLOC, free_tag=FREE,
         PooledDataStore=PooledDataStore, round_granule=round_granule, granule=GRANULE,

@@ -205,6 +205,7 @@ def in_place_method(name: str):
         if result is NotImplemented:
             return NotImplemented
         return self
+    method.ufunc_name = name   # its C twin's ops (``lean.in_place``)
     return method
 
 
