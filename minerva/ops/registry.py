@@ -161,14 +161,18 @@ def memoize_infer(op_names, limit: int = 4096) -> None:
 def memoized(infer: Callable, limit: int = 4096) -> Callable:
     """``infer`` remembering its results per (input shapes and dtypes, attributes), up to
     ``limit`` of them (then it starts afresh); a call it cannot key (an attribute that is
-    not a plain value, ``memo_key``) or that raises is never remembered."""
+    not a plain value, ``memo_key``, or cannot be hashed) or that raises is never
+    remembered."""
     memo: dict = {}
 
     def rule(*specs, **attrs):
         key = memo_key(specs, attrs)
         if key is None:
             return infer(*specs, **attrs)
-        found = memo.get(key)
+        try:
+            found = memo.get(key)
+        except TypeError:   # a value that cannot be hashed (a record, ``np.void``)
+            return infer(*specs, **attrs)
         if found is None:
             found = infer(*specs, **attrs)
             if len(memo) >= limit:

@@ -107,3 +107,17 @@ def test_results_stay_numpys_through_remembered_rules(engine):
         np.testing.assert_array_equal(mv.array(w)[1:, [0, 2]].to_numpy(), w[1:, [0, 2]])
         with pytest.raises(ShapeError):
             mv.dot(mv.array(v), mv.array(v))
+
+
+def test_a_value_that_cannot_be_hashed_is_computed_every_time(engine):
+    record = np.dtype([("a", "i4"), ("b", "f8")])
+    want = np.zeros(4, dtype=record)
+    x = mv.zeros(4, dtype=record)
+    for index, value in (([0, 2], (1, 2.5)), ([1], (3, -1.0)), ([0, 2], (1, 2.5))):
+        want[index] = value
+        x[index] = value     # put_index with a record (np.void, unhashable) as its value
+    np.testing.assert_array_equal(x.to_numpy(), want)
+    rule = memoized(lambda x, *, value: (x,))
+    spec = ArraySpec((2,), F8)
+    assert rule(spec, value=np.zeros(1, record)[0]) == (spec,)
+    assert not rule.memo
