@@ -1439,7 +1439,25 @@ typedef struct {
     int reverse;           /* a reflected operator (`1.0 - x`): scalars only, on the left */
     int unary;             /* a one-operand op (`-x`, `np.exp(x)`): `op` alone */
     int in_place;          /* an in-place operator (`x += y`): written into `x` */
+    int compares;          /* a comparison (`x < y`): numeric operands only, as in Python */
 } Operator;
+
+/* Whether a comparison of an array of `spec` with `scalar` (or an array: NULL) is one
+ * `comparison_method` builds: a numeric array, and a Python int only where any int fits
+ * its dtype (a float one; for an integer one Python checks the value). */
+static int
+compared(PyObject *spec, PyObject *scalar)
+{
+    PyObject *kind = PyObject_GetAttr(SLOT(spec, SpecOff[P_DTYPE]), s_kind);
+    if (kind == NULL)
+        return -1;
+    int numeric = PySequence_Contains(NumericKinds, kind);
+    if (numeric > 0 && scalar != NULL && PyLong_CheckExact(scalar))
+        numeric = PyUnicode_CompareWithASCIIString(kind, "i") != 0 &&
+                  PyUnicode_CompareWithASCIIString(kind, "u") != 0;
+    Py_DECREF(kind);
+    return numeric;
+}
 
 /* `a <op> b` on the lean path: a new handle, Py_None for the Python path, NULL on error. */
 static PyObject *
@@ -1464,6 +1482,13 @@ operator_lean(Operator *self, PyObject *a, PyObject *b)
     PyObject *other = b == NULL ? NULL : scalar ? b : SLOT(b, ArrayOff[A_SPEC]);
     if (spec == NULL || (b != NULL && other == NULL) || !Py_IS_TYPE(spec, SpecType))
         Py_RETURN_NONE;
+    if (self->compares) {   /* `comparison_method`'s own cases: else NumPy's loops decide */
+        int numeric = compared(spec, scalar ? b : NULL);
+        if (numeric > 0 && binary)
+            numeric = numeric_spec(other);
+        if (numeric <= 0)
+            return numeric < 0 ? NULL : Py_NewRef(Py_None);
+    }
     if (self->elides && (spec_nbytes(spec) >= ElideBytes ||
                          (binary && spec_nbytes(other) >= ElideBytes)))
         Py_RETURN_NONE;   /* a temporary may be elided: Python's `_dying` decides */
@@ -1546,12 +1571,12 @@ static PyObject *
 operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *python, *op, *scalar_op, *ufunc;
-    int elides, reverse = 0, unary = 0, in_place = 0;
+    int elides, reverse = 0, unary = 0, in_place = 0, compares = 0;
     static char *names[] = {"python", "op", "scalar_op", "ufunc", "elides", "reverse",
-                            "unary", "in_place", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOp|ppp", names, &python, &op,
+                            "unary", "in_place", "compares", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOp|pppp", names, &python, &op,
                                      &scalar_op, &ufunc, &elides, &reverse, &unary,
-                                     &in_place))
+                                     &in_place, &compares))
         return NULL;
     Operator *self = (Operator *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -1571,6 +1596,7 @@ operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->reverse = reverse;
     self->unary = unary;
     self->in_place = in_place;
+    self->compares = compares;
     return (PyObject *)self;
 }
 

@@ -312,3 +312,39 @@ def test_a_failing_in_place_kernel_fails_the_new_version_at_the_users_line():
     y = mv.ones(3)
     y += 1.0   # the runtime goes on
     assert y.to_numpy().tolist() == [2.0] * 3
+
+
+COMPARISONS = ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int8", "uint8", "bool",
+                                   "complex128"])
+def test_comparisons_give_numpys_answers(dtype):
+    rng = numpy.random.default_rng(len(dtype))
+    host = (rng.standard_normal(10) * 4).astype(dtype)
+    if host.dtype.kind == "f":
+        host[3] = numpy.nan
+    other = numpy.roll(host, 3)
+    x, y = mv.array(host), mv.array(other)
+    narrow = other.real.astype("float32")
+    operands = [(y, other), (2, 2), (-1, -1), (300, 300), (2.5, 2.5), (float("nan"),) * 2,
+                (mv.array(narrow), narrow)]
+    for name in COMPARISONS:
+        if host.dtype.kind == "c" and name not in ("__eq__", "__ne__"):
+            continue
+        for ours, numpys in operands:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")   # NumPy's own, on both sides
+                expected = getattr(host, name)(numpys)
+                got = getattr(x, name)(ours)
+            assert got.dtype == expected.dtype
+            assert got.to_numpy().tobytes() == expected.tobytes(), (name, ours)
+
+
+def test_comparisons_of_other_operands_take_numpys_rules():
+    words = mv.array(numpy.array(["a", "b", "c"]))
+    numpy.testing.assert_array_equal((words == "b").to_numpy(), [False, True, False])
+    x = mv.arange(3.0)
+    assert (x == None).to_numpy().tolist() == [False] * 3   # noqa: E711 (NumPy's answer)
+    numpy.testing.assert_array_equal((x[1:] < x[:2]).to_numpy(), [False, False])
+    assert (2 < x).to_numpy().tolist() == [False, False, False]

@@ -93,6 +93,18 @@ def operator(python, op_def, scalar_op, elides: bool, reverse: bool = False):
     return _lean.Operator(python, op_def, scalar_op, getattr(np, name), elides, reverse)
 
 
+def comparison(python, op_def, scalar_op):
+    """NArray's comparison operator ``python`` (``x < y``, ``x == 0.5``) with its lean path
+    in C where the accelerator is active and both ops call the same NumPy function: for
+    numeric operands, and a Python int only against a float or complex array (``python``
+    checks an int against an integer dtype's range); else ``python`` itself."""
+    name = getattr(op_def.impl, "kernel_name", None)
+    if not ACTIVE or name is None or getattr(scalar_op.impl, "kernel_name", None) != name:
+        return python
+    return _lean.Operator(python, op_def, scalar_op, getattr(np, name), False,
+                          compares=True)
+
+
 def in_place(python, name):
     """NArray's in-place operator ``python`` (``x += y``) of ufunc ``name``, with its lean
     path in C where the accelerator is active and both ops call the same NumPy function

@@ -144,7 +144,8 @@ def operator_method(name: str):
 
 def comparison_method(name: str):
     """NArray's comparison operator for ufunc ``name`` (``__lt__`` for ``less``), with
-    NumPy's answers for operands arrays cannot hold."""
+    NumPy's answers for operands arrays cannot hold; in C where it can
+    (``lean.comparison``)."""
     op, scalar_op = registry.get(name), registry.get(name + "_scalar")
 
     def method(self, other):
@@ -155,7 +156,7 @@ def comparison_method(name: str):
             if kind is NArray and other._spec.dtype.kind in NUMERIC_KINDS:
                 return build(op, [self, other])
         return compare(name, self, other, operator_form=True)
-    return method
+    return lean.comparison(method, op, scalar_op)
 
 
 def power_method(in_place: bool = False):
