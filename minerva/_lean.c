@@ -39,6 +39,7 @@ static PyObject *Failed;           /* lean.failed(engine, op_def, spec, device, 
 static PyObject *FailedWrite;      /* lean.failed_write(engine, op_def, written, device, exc) */
 static PyObject *Reported;         /* lean.reported(errstate, op_def) */
 static PyObject *NumericKinds;     /* "biufc" */
+static PyObject *FloatScalars;     /* NumPy's float and complex scalar types (a tuple) */
 static long Completed;             /* the COMPLETED state */
 static Py_ssize_t AheadBytes, ElideBytes;
 static PyObject *Zero, *One, *CompletedObj, *KwOut;
@@ -1442,6 +1443,19 @@ typedef struct {
     int compares;          /* a comparison (`x < y`): numeric operands only, as in Python */
 } Operator;
 
+/* Whether `b` is a scalar operand the C path takes: a Python float or int, or a NumPy
+ * float or complex scalar (whose value never matters to a shape rule). */
+static inline int
+scalar_operand(PyObject *b)
+{
+    if (PyFloat_CheckExact(b) || PyLong_CheckExact(b))
+        return 1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(FloatScalars); i++)
+        if ((PyObject *)Py_TYPE(b) == PyTuple_GET_ITEM(FloatScalars, i))
+            return 1;
+    return 0;
+}
+
 /* Whether a comparison of an array of `spec` with `scalar` (or an array: NULL) is one
  * `comparison_method` builds: a numeric array, and a Python int only where any int fits
  * its dtype (a float one; for an integer one Python checks the value). */
@@ -1466,7 +1480,7 @@ operator_lean(Operator *self, PyObject *a, PyObject *b)
     int scalar;
     if (b == NULL)   /* a one-operand op */
         scalar = 0;
-    else if (PyFloat_CheckExact(b) || PyLong_CheckExact(b))
+    else if (scalar_operand(b))
         scalar = 1;
     else if (Py_IS_TYPE(b, NArrayType) && !self->reverse)
         scalar = 0;
@@ -2079,6 +2093,7 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             take(kwargs, "reported", &Reported) < 0 ||
             take(kwargs, "failed_write", &FailedWrite) < 0 ||
             take(kwargs, "numeric_kinds", &NumericKinds) < 0 ||
+            take(kwargs, "float_scalars", &FloatScalars) < 0 ||
             take(kwargs, "release", &EngineRelease) < 0 ||
             take(kwargs, "COMPLETED", &completed) < 0 ||
             take(kwargs, "ahead_bytes", &ahead) < 0 ||
@@ -2095,7 +2110,8 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             take(kwargs, "copied_scalars", &CopiedScalars) < 0)
         goto fail;
     if (!PyContextVar_CheckExact(ExtObj) || !PyDict_Check(Decoded) ||
-            !PyList_Check(DirectRecords) || !PyUnicode_Check(PackageDir)) {
+            !PyList_Check(DirectRecords) || !PyUnicode_Check(PackageDir) ||
+            !PyTuple_Check(FloatScalars)) {
         PyErr_SetString(PyExc_TypeError, "configure: extobj, decoded, direct_records or package_dir");
         goto fail;
     }

@@ -348,3 +348,33 @@ def test_comparisons_of_other_operands_take_numpys_rules():
     assert (x == None).to_numpy().tolist() == [False] * 3   # noqa: E711 (NumPy's answer)
     numpy.testing.assert_array_equal((x[1:] < x[:2]).to_numpy(), [False, False])
     assert (2 < x).to_numpy().tolist() == [False, False, False]
+
+
+@pytest.mark.parametrize("scalar_type", lean.FLOAT_SCALARS)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "complex64"])
+def test_numpy_float_scalars_as_operands_give_numpys_bits_and_dtype(scalar_type, dtype):
+    host = (numpy.arange(1, 7) * 1.5).astype(dtype)
+    scalar = scalar_type(2.5 if scalar_type(0).dtype.kind == "f" else 2.5 + 1j)
+    x = mv.array(host)
+    for name in ("__add__", "__mul__", "__rsub__", "__truediv__", "__lt__", "__eq__"):
+        if name == "__lt__" and (host.dtype.kind == "c" or scalar.dtype.kind == "c"):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = getattr(host, name)(scalar)
+            got = getattr(x, name)(scalar)
+        assert got.dtype == expected.dtype
+        _assert_same(got.to_numpy(), expected)
+    target, expected = mv.array(host), host.copy()
+    if numpy.result_type(host, scalar) == host.dtype:   # else NumPy refuses the cast
+        target += scalar
+        expected += scalar
+        _assert_same(target.to_numpy(), expected)
+
+
+def _assert_same(got, expected):
+    """Bitwise, but for long doubles, whose padding bytes hold anything: by value."""
+    if expected.dtype.itemsize > 8 * (2 if expected.dtype.kind == "c" else 1):
+        numpy.testing.assert_array_equal(got, expected)
+    else:
+        assert got.tobytes() == expected.tobytes()

@@ -53,6 +53,12 @@ ACTIVE = _lean is not None and fp_errors.EXTOBJ is not None \
 """Whether operators take the C lean path."""
 
 
+FLOAT_SCALARS = (np.float16, np.float32, np.float64, np.longdouble, np.complex64,
+                 np.complex128, np.clongdouble)
+"""NumPy scalar types an operator takes in C as it takes a Python float: ``binary_op``
+builds them as scalars, and a shape rule reads their type alone."""
+
+
 def failed(engine, op_def, spec, device, block, target, exc):
     """The output value of a lean op whose kernel raised ``exc`` (called from C, under
     the engine lock), as ``DirectPath.run_lean`` makes it: failed, its error naming the
@@ -150,6 +156,7 @@ def configure(elide_bytes: int) -> None:
         extobj=fp_errors.EXTOBJ, decoded=fp_errors.DECODED,
         direct_records=fp_errors.DIRECT_RECORDS, numpy=np, failed=failed,
         reported=reported, failed_write=failed_write, numeric_kinds=NUMERIC_KINDS,
+        float_scalars=FLOAT_SCALARS,
         COMPLETED=COMPLETED,
         ahead_bytes=AHEAD_BYTES, elide_bytes=elide_bytes, release=Releasing.release,
         package_dir=callsite.PACKAGE_DIR, finished=FINISHED, alloc_tag=ALLOC, free_tag=FREE,
