@@ -40,6 +40,7 @@ static PyObject *FailedWrite;      /* lean.failed_write(engine, op_def, written,
 static PyObject *Reported;         /* lean.reported(errstate, op_def) */
 static PyObject *NumericKinds;     /* "biufc" */
 static PyObject *FloatScalars;     /* NumPy's float and complex scalar types (a tuple) */
+static PyObject *NdarrayType;      /* numpy.ndarray, which views a buffer */
 static long Completed;             /* the COMPLETED state */
 static Py_ssize_t AheadBytes, ElideBytes;
 static PyObject *Zero, *One, *CompletedObj, *KwOut;
@@ -76,7 +77,7 @@ static PyObject *s_system, *s_hooks, *s_engine, *s_local, *s_device, *s_devices,
     *s_kicks_releases, *s_release_posted, *s_kick_releases, *s_free, *s_cancelled, *s_alloc_array, *s_array, *s_n_recycled,
     *s_dag, *s_data, *s_n_completed_total, *s_free_blocks, *s_quiet, *s_direct, *s_infer,
     *s_acquire, *s_release, *s_scalar, *s_reverse, *s_kind,
-    *s_caller_track, *s_name, *s_lean_trace;
+    *s_caller_track, *s_name, *s_lean_trace, *s_dtype;
 
 /* Set `*obj` to the slot at `off`, or fail when the slot is empty. */
 static int
@@ -344,6 +345,8 @@ typedef struct {
     long long started;                     /* when the kernel began (ns), for the record */
     PyObject *written;                     /* a write's storage (`x += y`), borrowed; or NULL */
     PyObject *target_handle;               /* the written handle (`x`), borrowed */
+    PyObject *views[2], *specs[2];         /* the inputs' views (NULL: whole), specs: borrowed */
+    PyObject *viewed[2];                   /* the arrays seen through the views (new) */
 } LeanOp;
 
 static void
@@ -351,7 +354,7 @@ lean_clear(LeanOp *L)
 {
     Py_CLEAR(L->engine); Py_CLEAR(L->device); Py_CLEAR(L->device_id); Py_CLEAR(L->store);
     Py_CLEAR(L->lock); Py_CLEAR(L->releases); Py_CLEAR(L->record); Py_CLEAR(L->track);
-    Py_CLEAR(L->exc);
+    Py_CLEAR(L->exc); Py_CLEAR(L->viewed[0]); Py_CLEAR(L->viewed[1]);
 }
 
 /* The ufunc into `target`, under the caller's error state (`run_kernel`); 0, or -1 with
@@ -940,7 +943,9 @@ lean_prepare(LeanOp *L, PyObject *system)
         PyObject *current = SLOT(L->inputs[i], StorageOff[S_CURRENT]);
         if (current == NULL || !Py_IS_TYPE(current, DataNodeType))
             return 0;
-        L->total += spec_nbytes(SLOT(current, DataOff[D_SPEC]));
+        /* a view's bytes are its elements' (`input_bytes`): its handle's spec */
+        L->total += spec_nbytes(L->views[i] != NULL ? L->specs[i] :
+                                SLOT(current, DataOff[D_SPEC]));
     }
     if (limit <= 0 || L->total > limit)
         return 0;
@@ -948,6 +953,21 @@ lean_prepare(LeanOp *L, PyObject *system)
     L->lock = L->store == NULL ? NULL : PyObject_GetAttr(L->engine, s_lock);
     L->releases = L->lock == NULL ? NULL : PyObject_GetAttr(L->engine, s_releases);
     return L->releases == NULL ? -1 : 1;
+}
+
+/* `Device.view(array, view)` of a view the C path takes (`plain_view`): NumPy's
+ * `ndarray(shape, array.dtype, array, offset, strides)`, a new reference. */
+static PyObject *
+view_array(PyObject *array, PyObject *view)
+{
+    PyObject *dtype = PyObject_GetAttr(array, s_dtype);
+    if (dtype == NULL)
+        return NULL;
+    PyObject *args[5] = {PyTuple_GET_ITEM(view, 0), dtype, array, PyTuple_GET_ITEM(view, 2),
+                         PyTuple_GET_ITEM(view, 1)};
+    PyObject *viewed = PyObject_Vectorcall(NdarrayType, args, 5, NULL);
+    Py_DECREF(dtype);
+    return viewed;
 }
 
 /* Under the engine lock: whether the runtime has room and every input is a computed
@@ -979,6 +999,12 @@ lean_ready(LeanOp *L)
         PyObject *array = SLOT(data, DataOff[D_ARRAY]);
         if (array == NULL || array == Py_None)
             return 0;
+        if (L->views[i] != NULL) {   /* `device.view(array, view)` */
+            L->viewed[i] = view_array(array, L->views[i]);
+            if (L->viewed[i] == NULL)
+                return -1;
+            array = L->viewed[i];
+        }
         L->call_args[i] = array;
     }
     return 1;
@@ -1443,6 +1469,42 @@ typedef struct {
     int compares;          /* a comparison (`x < y`): numeric operands only, as in Python */
 } Operator;
 
+/* Whether an operand's `view` (Py_None: whole) is one the C path reads: `(shape,
+ * strides, offset)` with plain int strides (no `ReadAs`), no empty axis, and — for an
+ * operand of the result's shape — its strides largest first, so that NumPy's
+ * `order='K'` result is C-ordered as the C path makes it (`builder._keep_order`). */
+static int
+plain_view(PyObject *view, PyObject *spec, PyObject *out)
+{
+    if (view == Py_None)
+        return 1;
+    if (!PyTuple_CheckExact(view) || PyTuple_GET_SIZE(view) != 3)
+        return 0;
+    PyObject *shape = PyTuple_GET_ITEM(view, 0), *strides = PyTuple_GET_ITEM(view, 1);
+    if (!PyTuple_CheckExact(shape) || !PyTuple_CheckExact(strides) ||
+            PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(strides) ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(view, 2)))
+        return 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(shape);
+    long previous = -1;
+    int full = PyObject_RichCompareBool(shape, SLOT(out, SpecOff[P_SHAPE]), Py_EQ);
+    if (full < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *extent = PyTuple_GET_ITEM(shape, i), *stride = PyTuple_GET_ITEM(strides, i);
+        if (!PyLong_CheckExact(extent) || !PyLong_CheckExact(stride) ||
+                PyLong_AsLong(extent) == 0)
+            return 0;
+        long size = labs(PyLong_AsLong(stride));
+        if (full && previous >= 0 && size > previous)
+            return 0;
+        previous = size;
+    }
+    return !PyErr_Occurred();
+}
+
 /* Whether `b` is a scalar operand the C path takes: a Python float or int, or a NumPy
  * float or complex scalar (whose value never matters to a shape rule). */
 static inline int
@@ -1487,8 +1549,11 @@ operator_lean(Operator *self, PyObject *a, PyObject *b)
     else
         Py_RETURN_NONE;
     int binary = b != NULL && !scalar;
-    if (SLOT(a, ArrayOff[A_VIEW]) != Py_None || (binary && SLOT(b, ArrayOff[A_VIEW]) != Py_None))
-        Py_RETURN_NONE;
+    PyObject *view_a = SLOT(a, ArrayOff[A_VIEW]), *view_b = binary ? SLOT(b, ArrayOff[A_VIEW]) :
+        Py_None;
+    if (view_a == NULL || view_b == NULL || (self->in_place && (view_a != Py_None ||
+            (view_b != Py_None && SLOT(b, ArrayOff[A_STORAGE]) == SLOT(a, ArrayOff[A_STORAGE])))))
+        Py_RETURN_NONE;   /* a write through a view, or of a view of itself: Python's */
     if (self->in_place && (SLOT(a, ArrayOff[A_READONLY]) != Py_False ||
                            SLOT(a, ArrayOff[A_SCALAR]) != Py_False))
         Py_RETURN_NONE;   /* read-only, or a NumPy scalar (rebound): the Python path */
@@ -1529,6 +1594,18 @@ operator_lean(Operator *self, PyObject *a, PyObject *b)
     if (L.spec == NULL) {
         Py_DECREF(system);
         Py_RETURN_NONE;
+    }
+    if (!plain_view(view_a, spec, L.spec) ||
+            (binary && !plain_view(view_b, other, L.spec))) {
+        Py_DECREF(system);
+        Py_DECREF(L.spec);
+        Py_RETURN_NONE;   /* a view C does not read, or a result NumPy lays out otherwise */
+    }
+    L.views[0] = view_a == Py_None ? NULL : view_a;
+    L.specs[0] = spec;
+    if (binary) {
+        L.views[1] = view_b == Py_None ? NULL : view_b;
+        L.specs[1] = other;
     }
     if (self->in_place) {   /* written only where the result is the target's spec */
         if (L.spec != spec) {
@@ -2094,6 +2171,7 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             take(kwargs, "failed_write", &FailedWrite) < 0 ||
             take(kwargs, "numeric_kinds", &NumericKinds) < 0 ||
             take(kwargs, "float_scalars", &FloatScalars) < 0 ||
+            take(kwargs, "ndarray", &NdarrayType) < 0 ||
             take(kwargs, "release", &EngineRelease) < 0 ||
             take(kwargs, "COMPLETED", &completed) < 0 ||
             take(kwargs, "ahead_bytes", &ahead) < 0 ||
@@ -2170,7 +2248,7 @@ PyInit__lean(void)
     INTERN(s_acquire, "acquire"); INTERN(s_release, "release"); INTERN(s_scalar, "scalar");
     INTERN(s_reverse, "reverse"); INTERN(s_kind, "kind");
     INTERN(s_caller_track, "caller_track");
-    INTERN(s_name, "name"); INTERN(s_lean_trace, "lean_trace");
+    INTERN(s_name, "name"); INTERN(s_lean_trace, "lean_trace"); INTERN(s_dtype, "dtype");
     INTERN(s__round, "_round"); INTERN(s__caches, "_caches"); INTERN(s__lock, "_lock");
     INTERN(s__recent, "_recent"); INTERN(s__recent_bytes, "_recent_bytes");
     INTERN(s__n_hits, "_n_hits"); INTERN(s__live, "_live"); INTERN(s__n_allocs, "_n_allocs");

@@ -378,3 +378,55 @@ def _assert_same(got, expected):
         numpy.testing.assert_array_equal(got, expected)
     else:
         assert got.tobytes() == expected.tobytes()
+
+
+def _views(rng, host):
+    """Pairs (a view of ``host`` as minerva indexes it, the same key) of every kind."""
+    keys = [(slice(1, None),), (slice(None, None, 2),), (slice(None, None, -1),),
+            (2,), (slice(1, 4), slice(None, None, -2)), (Ellipsis, 1), (slice(None), None, 0)]
+    return [keys[i] for i in rng.permutation(len(keys))]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_operators_over_views_equal_numpy_bitwise_and_layout(seed):
+    rng = numpy.random.default_rng(200 + seed)
+    dtype = ["float64", "float32", "int64", "complex128", "float64", "int32"][seed]
+    host = (rng.standard_normal((5, 6)) * 8).astype(dtype)
+    other = (rng.standard_normal((5, 6)) * 8 + 1).astype(dtype)
+    x, y = mv.array(host), mv.array(other)
+    for key in _views(rng, host):
+        a, ea = x[key], host[key]
+        b, eb = y[key], other[key]
+        pairs = [(a + b, ea + eb), (a * 2.0, ea * 2.0), (-a, -ea), (a < b, ea < eb),
+                 (abs(a - b), abs(ea - eb)), (mv.exp(a * 0.01), numpy.exp(ea * 0.01)),
+                 (x.T + y.T, host.T + other.T), (a + y[1], ea + other[1])
+                 if ea.shape[-1:] == other[1].shape else (a, ea)]
+        for got, expected in pairs:
+            assert got.dtype == expected.dtype
+            assert got.to_numpy().tobytes() == expected.tobytes()
+            assert got.strides == expected.strides   # NumPy's order='K' layout
+    target = mv.array(host)
+    target += y[::-1]   # another array's view
+    expected = host + other[::-1]
+    assert target.to_numpy().tobytes() == expected.tobytes()
+    target += target[::-1]   # its own view, reversed: copied first, as NumPy does
+    expected += expected[::-1].copy()
+    assert target.to_numpy().tobytes() == expected.tobytes()
+
+
+@accelerated
+def test_an_operator_over_views_makes_no_python_call_per_op():
+    rows = mv.array(numpy.arange(40.0).reshape(8, 5))
+
+    def chain(n):
+        total = rows[0] * 0.0
+        for i in range(n):
+            total = total + rows[i % 8] * 0.5
+        return total
+    chain(10)
+    calls = _python_calls(lambda: chain(400))
+    assert "build" not in calls and "run_lean" not in calls
+    expected = numpy.arange(40.0).reshape(8, 5)[0] * 0.0
+    for i in range(400):
+        expected = expected + numpy.arange(40.0).reshape(8, 5)[i % 8] * 0.5
+    assert chain(400).to_numpy().tobytes() == expected.tobytes()

@@ -156,7 +156,7 @@ def configure(elide_bytes: int) -> None:
         extobj=fp_errors.EXTOBJ, decoded=fp_errors.DECODED,
         direct_records=fp_errors.DIRECT_RECORDS, numpy=np, failed=failed,
         reported=reported, failed_write=failed_write, numeric_kinds=NUMERIC_KINDS,
-        float_scalars=FLOAT_SCALARS,
+        float_scalars=FLOAT_SCALARS, ndarray=np.ndarray,
         COMPLETED=COMPLETED,
         ahead_bytes=AHEAD_BYTES, elide_bytes=elide_bytes, release=Releasing.release,
         package_dir=callsite.PACKAGE_DIR, finished=FINISHED, alloc_tag=ALLOC, free_tag=FREE,
