@@ -1,0 +1,119 @@
+/* Part of minerva._lean (minerva/_lean.c includes every part, in order, into one
+ * translation unit: the parts share its static state). */
+
+/* ---- the shape rule's cache ------------------------------------------------------ */
+
+/* Direct-mapped: (op, input spec, second spec or scalar type) -> output spec. Entries
+ * hold their keys, so an identity can not be reused while it is cached. */
+#define CACHE_SIZE 512
+typedef struct {
+    PyObject *op, *spec, *other, *out;
+    int reverse;
+} CacheEntry;
+static CacheEntry Cache[CACHE_SIZE];
+
+static inline Py_ssize_t
+cache_slot(PyObject *op, PyObject *spec, PyObject *other)
+{
+    size_t h = ((size_t)op >> 4) * 31u + ((size_t)spec >> 4) * 17u + ((size_t)other >> 4);
+    return (Py_ssize_t)(h % CACHE_SIZE);
+}
+
+static void
+cache_put(Py_ssize_t i, PyObject *op, PyObject *spec, PyObject *other, PyObject *out,
+          int reverse)
+{
+    CacheEntry *e = &Cache[i];
+    e->reverse = reverse;
+    Py_INCREF(op); Py_INCREF(spec); Py_INCREF(other); Py_INCREF(out);
+    Py_XSETREF(e->op, op);
+    Py_XSETREF(e->spec, spec);
+    Py_XSETREF(e->other, other);
+    Py_XSETREF(e->out, out);
+}
+
+static PyObject *
+cache_clear(PyObject *module, PyObject *unused)
+{
+    for (int i = 0; i < CACHE_SIZE; i++) {
+        Py_CLEAR(Cache[i].op); Py_CLEAR(Cache[i].spec);
+        Py_CLEAR(Cache[i].other); Py_CLEAR(Cache[i].out);
+    }
+    Py_RETURN_NONE;
+}
+
+/* Whether a spec's dtype is one every device holds. */
+static int
+numeric_spec(PyObject *spec)
+{
+    PyObject *kind = PyObject_GetAttr(SLOT(spec, SpecOff[P_DTYPE]), s_kind);
+    if (kind == NULL)
+        return -1;
+    int found = PySequence_Contains(NumericKinds, kind);
+    Py_DECREF(kind);
+    return found;
+}
+
+/* The output spec of `op` over `spec` and `other` (a second spec, a Python scalar, on
+ * the left when `reverse`, or NULL for a one-operand op);
+ * new reference, NULL without an error set when the op must take the Python path (the
+ * shape rule raises there, at the user's line), or an output that is not one numeric,
+ * non-0-d array. */
+static PyObject *
+out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar, int reverse)
+{
+    /* other NULL: a one-operand op, keyed by None */
+    PyObject *key = other == NULL ? Py_None : scalar ? (PyObject *)Py_TYPE(other) : other;
+    Py_ssize_t i = (cache_slot(op, spec, key) + reverse) % CACHE_SIZE;
+    CacheEntry *e = &Cache[i];
+    if (e->op == op && e->spec == spec && e->other == key && e->reverse == reverse) {
+        Py_INCREF(e->out);
+        return e->out;
+    }
+    PyObject *infer = PyObject_GetAttr(op, s_infer), *specs = NULL;
+    if (infer == NULL)
+        goto python_path;
+    if (scalar) {
+        PyObject *kwargs = Py_BuildValue("{OOOO}", s_scalar, other, s_reverse,
+                                         reverse ? Py_True : Py_False);
+        PyObject *args = PyTuple_Pack(1, spec);
+        if (kwargs != NULL && args != NULL)
+            specs = PyObject_Call(infer, args, kwargs);
+        Py_XDECREF(kwargs);
+        Py_XDECREF(args);
+    } else {
+        specs = PyObject_CallFunctionObjArgs(infer, spec, other, NULL);   /* other NULL: one */
+    }
+    Py_DECREF(infer);
+    if (specs == NULL || !PyTuple_CheckExact(specs) || PyTuple_GET_SIZE(specs) != 1)
+        goto python_path;
+    PyObject *out = PyTuple_GET_ITEM(specs, 0);
+    if (!Py_IS_TYPE(out, SpecType))
+        goto python_path;
+    PyObject *shape = SLOT(out, SpecOff[P_SHAPE]);
+    if (shape == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0)
+        goto python_path;
+    int numeric = numeric_spec(out);
+    if (numeric <= 0)
+        goto python_path;
+    /* a scalar's value matters to the rule for integer arrays (it must fit; no negative
+     * integer powers): those results are not cached */
+    int cacheable = 1;
+    if (scalar && PyLong_CheckExact(other)) {
+        PyObject *kind = PyObject_GetAttr(SLOT(spec, SpecOff[P_DTYPE]), s_kind);
+        if (kind == NULL)
+            goto python_path;
+        cacheable = PyUnicode_CompareWithASCIIString(kind, "f") == 0 ||
+                    PyUnicode_CompareWithASCIIString(kind, "c") == 0;
+        Py_DECREF(kind);
+    }
+    if (cacheable)
+        cache_put(i, op, spec, key, out, reverse);
+    Py_INCREF(out);
+    Py_DECREF(specs);
+    return out;
+python_path:
+    Py_XDECREF(specs);
+    PyErr_Clear();
+    return NULL;
+}

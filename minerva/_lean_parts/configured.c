@@ -1,0 +1,77 @@
+/* Part of minerva._lean (minerva/_lean.c includes every part, in order, into one
+ * translation unit: the parts share its static state). */
+
+/* ---- what `configure` hands over ------------------------------------------------- */
+
+static PyTypeObject *NArrayType, *StorageType, *DataNodeType, *SpecType, *BlockType;
+static PyObject *Runtime;          /* minerva.current.Runtime (its `system`) */
+static PyObject *Seam;             /* minerva.builder.SEAM (its `hooks`, per thread) */
+static PyObject *NewNodeId;        /* minerva.dag.nodes.new_node_id */
+static PyObject *ExtObj;           /* NumPy's error-state context variable */
+static PyObject *Decoded;          /* fp_errors._DECODED: captured -> (ErrState, captured) */
+static PyObject *DirectRecords;    /* fp_errors.DIRECT_RECORDS (a list) */
+static PyObject *Numpy;            /* the numpy module (a CPU device's xp) */
+static PyObject *Failed;           /* lean.failed(engine, op_def, spec, device, block, target, exc) */
+static PyObject *FailedWrite;      /* lean.failed_write(engine, op_def, written, device, exc) */
+static PyObject *Reported;         /* lean.reported(errstate, op_def) */
+static PyObject *NumericKinds;     /* "biufc" */
+static PyObject *FloatScalars;     /* NumPy's float and complex scalar types (a tuple) */
+static PyObject *NdarrayType;      /* numpy.ndarray, which views a buffer */
+static long Completed;             /* the COMPLETED state */
+static Py_ssize_t AheadBytes, ElideBytes;
+static PyObject *Zero, *One, *CompletedObj, *KwOut;
+static PyObject *PackageDir;       /* callsite.PACKAGE_DIR: a frame inside is not the user's */
+static PyObject *FinishedTag;      /* recorder.FINISHED, the first field of an op's record */
+
+/* slot offsets, read off the classes' member descriptors */
+enum { A_STORAGE, A_VIEW, A_SPEC, A_GRAD, A_READONLY, A_OWNDATA, A_SCALAR, A_BASE, A_N };
+static const char *ArraySlots[A_N] = {"_storage", "_view", "_spec", "_grad_info",
+                                      "_readonly", "_owndata", "_numpy_scalar", "_base"};
+enum { S_CURRENT, S_ENGINE, S_N };
+static const char *StorageSlots[S_N] = {"current", "engine"};
+enum { D_NODE_ID, D_SPEC, D_DEVICE_ID, D_PRODUCER, D_STATE, D_RC, D_EXTERN_RC,
+       D_WAITING, D_COPIES, D_COPY_OF, D_BASE, D_WRITER, D_WRITER_REFS, D_STORAGE_ID,
+       D_VERSION, D_BLOCK, D_ARRAY, D_ERROR, D_WAITER, D_DEAD, D_CREATED_AT, D_N };
+static const char *DataSlots[D_N] = {
+    "node_id", "spec", "device_id", "producer", "state", "rc", "extern_rc", "waiting_ops",
+    "copies", "copy_of", "base", "writer", "writer_refs", "storage_id", "version", "block",
+    "array", "error", "waiter", "dead", "created_at"};
+enum { P_SHAPE, P_DTYPE, P_NBYTES, P_N };
+static const char *SpecSlots[P_N] = {"shape", "dtype", "nbytes"};
+enum { B_NBYTES, B_LABEL, B_VIEW_KEY, B_VIEW, B_SIZE, B_STREAM, B_N };
+static const char *BlockSlots[B_N] = {"nbytes", "label", "view_key", "view", "size", "stream"};
+
+static Py_ssize_t ArrayOff[A_N], StorageOff[S_N], DataOff[D_N], SpecOff[P_N], BlockOff[B_N];
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* interned attribute names */
+static PyObject *s_system, *s_hooks, *s_engine, *s_local, *s_device, *s_devices, *s_table,
+    *s_tiny_inline, *s_blas, *s_inline_limit, *s_store, *s_xp,
+    *s_lock, *s_releases, *s_closed, *s_n_inflight, *s_max_pending, *s_recycles,
+    *s_reap_locked, *s_delete_locked, *s_popleft, *s_appendleft, *s_append,
+    *s_kicks_releases, *s_release_posted, *s_kick_releases, *s_free, *s_cancelled, *s_alloc_array, *s_array, *s_n_recycled,
+    *s_dag, *s_data, *s_n_completed_total, *s_free_blocks, *s_quiet, *s_direct, *s_infer,
+    *s_acquire, *s_release, *s_scalar, *s_reverse, *s_kind,
+    *s_caller_track, *s_name, *s_lean_trace, *s_dtype;
+
+/* Set `*obj` to the slot at `off`, or fail when the slot is empty. */
+static int
+slot_offsets(PyTypeObject *type, const char **names, Py_ssize_t *offsets, int n)
+{
+    for (int i = 0; i < n; i++) {
+        PyObject *descr = PyDict_GetItemString(type->tp_dict, names[i]);
+        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", type->tp_name, names[i]);
+            return -1;
+        }
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != T_OBJECT_EX) {
+            PyErr_Format(PyExc_TypeError, "%s.%s is not an object slot", type->tp_name,
+                         names[i]);
+            return -1;
+        }
+        offsets[i] = member->offset;
+    }
+    return 0;
+}

@@ -1,0 +1,162 @@
+/* Part of minerva._lean (minerva/_lean.c includes every part, in order, into one
+ * translation unit: the parts share its static state). */
+
+/* ---- one element at once: x[i] ------------------------------------------------------ */
+
+/* `x[i]` (or `x[i, j, ...]`, one int per axis) of a whole value computed on a CPU device
+ * with no write pending, while nothing records at the seam and host reads are allowed:
+ * NumPy's own scalar, read under the engine lock (`indexing.getitem` →
+ * `DirectPath.element_now`); NumPy's IndexError out of bounds. Anything else goes to
+ * the Python `__getitem__` it stands in front of. */
+
+static PyObject *ElementNow;       /* DirectPath.element_now, which the C read stands for */
+static PyObject *HostReads;        /* narray.HOST_READS (its `refuse`, per thread) */
+static PyObject *CopiedScalars;    /* indexing._COPIED_SCALARS: kinds read at once */
+static PyObject *s_element_now, *s_refuse, *s_cpu;
+
+/* Whether `key` picks one element of a value of `ndim` axes by ints alone. */
+static int
+element_key(PyObject *key, Py_ssize_t ndim)
+{
+    if (PyLong_CheckExact(key))
+        return ndim == 1;
+    if (!PyTuple_CheckExact(key) || PyTuple_GET_SIZE(key) != ndim || ndim == 0)
+        return 0;
+    for (Py_ssize_t i = 0; i < ndim; i++)
+        if (!PyLong_CheckExact(PyTuple_GET_ITEM(key, i)))
+            return 0;
+    return 1;
+}
+
+/* Whether nothing stops a read at once: the seam is quiet, host reads are allowed and
+ * the dtype's scalars are copies (1); 0 when something does; -1 on error. */
+static int
+element_allowed(PyObject *spec)
+{
+    PyObject *hooks = PyObject_GetAttr(Seam, s_hooks);
+    int listened = hooks == NULL ? -1 : PyObject_IsTrue(hooks);
+    Py_XDECREF(hooks);
+    if (listened != 0)
+        return listened < 0 ? -1 : 0;
+    PyObject *refuse = PyObject_GetAttr(HostReads, s_refuse);
+    if (refuse == NULL)
+        return -1;
+    Py_DECREF(refuse);
+    if (refuse != Py_None)
+        return 0;
+    PyObject *kind = PyObject_GetAttr(SLOT(spec, SpecOff[P_DTYPE]), s_kind);
+    int copied = kind == NULL ? -1 : PySequence_Contains(CopiedScalars, kind);
+    Py_XDECREF(kind);
+    return copied;
+}
+
+/* Under the engine lock: the element, Py_None when the value is not readable at once. */
+static PyObject *
+element_locked(PyObject *engine, PyObject *storage, PyObject *key)
+{
+    PyObject *data = SLOT(storage, StorageOff[S_CURRENT]);
+    PyObject *state = data == NULL ? NULL : SLOT(data, DataOff[D_STATE]);
+    if (state == NULL || PyLong_AsLong(state) != Completed ||
+            SLOT(data, DataOff[D_WRITER]) != Py_None)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    int closed = attr_true(engine, s_closed);
+    if (closed != 0)
+        return closed < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *devices = PyObject_GetAttr(engine, s_devices);
+    PyObject *table = devices == NULL ? NULL : PyObject_GetAttr(devices, s_table);
+    Py_XDECREF(devices);
+    PyObject *device = table == NULL ? NULL :
+        PyObject_GetItem(table, SLOT(data, DataOff[D_DEVICE_ID]));
+    Py_XDECREF(table);
+    PyObject *kind = device == NULL ? NULL : PyObject_GetAttr(device, s_kind);
+    Py_XDECREF(device);
+    if (kind == NULL)
+        return NULL;
+    int cpu = PyUnicode_Check(kind) && PyUnicode_Compare(kind, s_cpu) == 0;
+    Py_DECREF(kind);
+    PyObject *array = SLOT(data, DataOff[D_ARRAY]);
+    if (!cpu || array == NULL || array == Py_None)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    return PyObject_GetItem(array, key);
+}
+
+/* `x[key]` at once: the element (new reference), Py_None for the Python path, NULL on
+ * error (NumPy's IndexError among them). */
+static PyObject *
+element_lean(PyObject *x, PyObject *key)
+{
+    PyObject *spec = SLOT(x, ArrayOff[A_SPEC]), *storage = SLOT(x, ArrayOff[A_STORAGE]);
+    if (SLOT(x, ArrayOff[A_VIEW]) != Py_None || spec == NULL || !Py_IS_TYPE(spec, SpecType) ||
+            storage == NULL || !Py_IS_TYPE(storage, StorageType))
+        Py_RETURN_NONE;
+    PyObject *shape = SLOT(spec, SpecOff[P_SHAPE]);
+    if (shape == NULL || !PyTuple_Check(shape) || !element_key(key, PyTuple_GET_SIZE(shape)))
+        Py_RETURN_NONE;
+    int allowed = element_allowed(spec);
+    if (allowed <= 0)
+        return allowed < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *engine = SLOT(storage, StorageOff[S_ENGINE]);
+    if (engine == NULL || _PyType_Lookup(Py_TYPE(engine), s_element_now) != ElementNow)
+        Py_RETURN_NONE;
+    PyObject *lock = PyObject_GetAttr(engine, s_lock);
+    PyObject *r = lock == NULL ? NULL : PyObject_CallMethodNoArgs(lock, s_acquire);
+    if (r == NULL) {
+        Py_XDECREF(lock);
+        return NULL;
+    }
+    Py_DECREF(r);
+    PyObject *element = element_locked(engine, storage, key);
+    Held held;
+    HOLD(held);
+    r = PyObject_CallMethodNoArgs(lock, s_release);
+    Py_DECREF(lock);
+    if (HELD(held)) {
+        Py_XDECREF(r);
+        RESTORE(held);
+    } else if (r == NULL) {
+        Py_CLEAR(element);
+    } else {
+        Py_DECREF(r);
+    }
+    return element;
+}
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *python;      /* the Python `__getitem__` it stands in front of */
+} Element;
+
+static PyObject *
+element_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                   PyObject *kwnames)
+{
+    Element *self = (Element *)callable;
+    if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL && NArrayType != NULL &&
+            Py_IS_TYPE(args[0], NArrayType)) {
+        PyObject *element = element_lean(args[0], args[1]);
+        if (element != Py_None)
+            return element;
+        Py_DECREF(element);
+    }
+    return PyObject_Vectorcall(self->python, args, nargsf, kwnames);
+}
+
+static PyObject *
+element_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *python;
+    static char *names[] = {"python", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O", names, &python))
+        return NULL;
+    Element *self = (Element *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = element_vectorcall;
+    self->python = Py_NewRef(python);
+    return (PyObject *)self;
+}
+
+static PyTypeObject ElementType = WRAPPER_TYPE(
+    "Element", "NArray's __getitem__ reading one element at once in C, in front of its "
+    "Python twin.", Element, element_new);

@@ -1,0 +1,115 @@
+/* Part of minerva._lean (minerva/_lean.c includes every part, in order, into one
+ * translation unit: the parts share its static state). */
+
+/* ---- small helpers ----------------------------------------------------------------- */
+
+static inline Py_ssize_t
+spec_nbytes(PyObject *spec)
+{
+    PyObject *n = SLOT(spec, SpecOff[P_NBYTES]);
+    return n == NULL ? -1 : PyLong_AsSsize_t(n);
+}
+
+/* `getattr(obj, name)` as a C truth value; -1 on error. */
+static int
+attr_true(PyObject *obj, PyObject *name)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
+static int
+attr_ssize(PyObject *obj, PyObject *name, Py_ssize_t *out)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL)
+        return -1;
+    *out = PyLong_AsSsize_t(value);
+    Py_DECREF(value);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* Add `delta` to the int attribute `name` of `obj`. */
+static int
+attr_add(PyObject *obj, PyObject *name, long delta)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL)
+        return -1;
+    PyObject *d = PyLong_FromLong(delta);
+    PyObject *sum = d == NULL ? NULL : PyNumber_Add(value, d);
+    Py_DECREF(value);
+    Py_XDECREF(d);
+    if (sum == NULL)
+        return -1;
+    int rc = PyObject_SetAttr(obj, name, sum);
+    Py_DECREF(sum);
+    return rc;
+}
+
+static inline void
+set_slot(PyObject *obj, Py_ssize_t off, PyObject *value)
+{
+    Py_INCREF(value);
+    Py_XSETREF(SLOT(obj, off), value);
+}
+
+/* A new computed value of `spec` on `device_id`, in the DAG (as
+ * `state.settled_value`): its buffer is set by the caller. */
+static PyObject *
+settled_value(PyObject *dag, PyObject *spec, PyObject *device_id)
+{
+    PyObject *node_id = PyObject_CallNoArgs(NewNodeId);
+    if (node_id == NULL)
+        return NULL;
+    PyObject *out = DataNodeType->tp_alloc(DataNodeType, 0);
+    if (out == NULL) {
+        Py_DECREF(node_id);
+        return NULL;
+    }
+    PyObject *values[D_N] = {
+        node_id, spec, device_id, Py_None, CompletedObj, Zero, One, Py_None, Py_None,
+        Py_None, Py_None, Py_None, Zero, node_id, Zero, Py_None, Py_None, Py_None,
+        Py_None, Py_False, Py_None};
+    for (int i = 0; i < D_N; i++)
+        set_slot(out, DataOff[i], values[i]);
+    Py_DECREF(node_id);
+    PyObject *data = PyObject_GetAttr(dag, s_data);
+    if (data == NULL || PyDict_SetItem(data, SLOT(out, DataOff[D_NODE_ID]), out) < 0 ||
+            attr_add(dag, s_n_completed_total, 1) < 0) {
+        Py_XDECREF(data);
+        Py_DECREF(out);
+        return NULL;
+    }
+    Py_DECREF(data);
+    return out;
+}
+
+/* A new handle of `storage`, whole, of `spec` (as `NArray(storage, None, spec)`). */
+static PyObject *
+new_handle(PyObject *storage, PyObject *spec)
+{
+    PyObject *x = NArrayType->tp_alloc(NArrayType, 0);
+    if (x == NULL)
+        return NULL;
+    PyObject *values[A_N] = {storage, Py_None, spec, Py_None, Py_False, Py_True, Py_False,
+                             Py_None};
+    for (int i = 0; i < A_N; i++)
+        set_slot(x, ArrayOff[i], values[i]);
+    return x;
+}
+
+static PyObject *
+new_storage(PyObject *current, PyObject *engine)
+{
+    PyObject *s = StorageType->tp_alloc(StorageType, 0);
+    if (s == NULL)
+        return NULL;
+    set_slot(s, StorageOff[S_CURRENT], current);
+    set_slot(s, StorageOff[S_ENGINE], engine);
+    return s;
+}

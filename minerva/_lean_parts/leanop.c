@@ -1,0 +1,90 @@
+/* Part of minerva._lean (minerva/_lean.c includes every part, in order, into one
+ * translation unit: the parts share its static state). */
+
+/* ---- the lean op ------------------------------------------------------------------- */
+
+/* What one lean op needs, gathered before the engine lock. */
+typedef struct {
+    PyObject *engine, *device, *device_id, *store, *lock, *releases;
+    PyObject *op, *name, *ufunc, *spec;    /* borrowed */
+    PyObject *inputs[2];                   /* storages, borrowed */
+    int n_inputs;
+    PyObject *call_args[3];                /* the ufunc's operands and out */
+    Py_ssize_t nbytes, total;
+    PyObject *record, *track;              /* while a trace records: its append, the track */
+    PyObject *exc;                         /* the kernel's exception, for the record */
+    long long started;                     /* when the kernel began (ns), for the record */
+    PyObject *written;                     /* a write's storage (`x += y`), borrowed; or NULL */
+    PyObject *target_handle;               /* the written handle (`x`), borrowed */
+    PyObject *views[2], *specs[2];         /* the inputs' views (NULL: whole), specs: borrowed */
+    PyObject *viewed[2];                   /* the arrays seen through the views (new) */
+} LeanOp;
+
+static void
+lean_clear(LeanOp *L)
+{
+    Py_CLEAR(L->engine); Py_CLEAR(L->device); Py_CLEAR(L->device_id); Py_CLEAR(L->store);
+    Py_CLEAR(L->lock); Py_CLEAR(L->releases); Py_CLEAR(L->record); Py_CLEAR(L->track);
+    Py_CLEAR(L->exc); Py_CLEAR(L->viewed[0]); Py_CLEAR(L->viewed[1]);
+}
+
+/* The ufunc into `target`, under the caller's error state (`run_kernel`); 0, or -1 with
+ * the kernel's exception set. */
+static int
+run_kernel(LeanOp *L, PyObject *errstate, PyObject *target, PyObject *const *operands,
+           int n_operands)
+{
+    PyObject *args[4];
+    for (int i = 0; i < n_operands; i++)
+        args[i] = operands[i];
+    args[n_operands] = target;
+    PyObject *direct = NULL, *token = NULL;
+    int quiet = attr_true(errstate, s_quiet);
+    if (quiet < 0)
+        return -1;
+    if (!quiet) {
+        direct = PyObject_GetAttr(errstate, s_direct);
+        if (direct == NULL)
+            return -1;
+        token = PyContextVar_Set(ExtObj, direct);
+        Py_DECREF(direct);
+        if (token == NULL)
+            return -1;
+    }
+    PyObject *result = PyObject_Vectorcall(L->ufunc, args, n_operands, KwOut);
+    if (token != NULL) {
+        Held held;
+        HOLD(held);
+        int rc = PyContextVar_Reset(ExtObj, token);
+        Py_DECREF(token);
+        if (HELD(held))
+            RESTORE(held);
+        else if (rc < 0) {
+            Py_XDECREF(result);
+            return -1;
+        }
+    }
+    if (result == NULL)
+        return -1;
+    Py_DECREF(result);
+    return 0;
+}
+
+/* The calling thread's decoded error state (`fp_errors.caller_state`), borrowed from the
+ * cache of decoded states; NULL (no error) when it is not decoded yet. */
+static PyObject *
+caller_state(void)
+{
+    PyObject *captured;
+    if (PyContextVar_Get(ExtObj, NULL, &captured) < 0 || captured == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *known = PyDict_GetItemWithError(Decoded, captured);
+    Py_DECREF(captured);
+    if (known == NULL || !PyTuple_Check(known) || PyTuple_GET_SIZE(known) < 1) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return PyTuple_GET_ITEM(known, 0);
+}

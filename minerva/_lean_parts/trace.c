@@ -1,0 +1,203 @@
+/* Part of minerva._lean (minerva/_lean.c includes every part, in order, into one
+ * translation unit: the parts share its static state). */
+
+/* ---- the trace record -------------------------------------------------------------- */
+
+/* While a trace records, a lean op appends its record itself: the same flat tuple the
+ * Recorder's `op_finished` makes of a Python lean op (`DirectPath._announce_lean`), the
+ * user's line found by a walk out of the package's frames, times read off the clock
+ * `time.perf_counter_ns` reads. Only where the Recorder is the one listener and follows
+ * no nodes (`HookBus.append_finished`); any other listener takes the Python path. */
+
+static inline long long
+now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);   /* time.perf_counter_ns's clock on Linux */
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Code object -> whether its file lies inside the package, and the line of the last
+ * instruction offset asked for (direct-mapped; entries hold their code objects, so an
+ * address is never reused while cached). */
+#define CODE_CACHE 64
+typedef struct { PyObject *code; int inside, lasti, line; } CodeEntry;
+static CodeEntry CodeCache[CODE_CACHE];
+
+static CodeEntry *
+code_entry(PyCodeObject *code)
+{
+    CodeEntry *e = &CodeCache[((size_t)code >> 4) % CODE_CACHE];
+    if (e->code == (PyObject *)code)
+        return e;
+    int inside = (int)PyUnicode_Tailmatch(code->co_filename, PackageDir, 0, PY_SSIZE_T_MAX,
+                                          -1);
+    if (inside < 0)
+        return NULL;
+    Py_XSETREF(e->code, Py_NewRef((PyObject *)code));
+    e->inside = inside;
+    e->lasti = -1;
+    return e;
+}
+
+/* The user's line (`callsite.user_callsite`): the file (new reference) and line of the
+ * innermost frame outside the package; ("<minerva>", 0) when there is none. */
+static int
+user_line(PyObject **file, int *line)
+{
+    PyFrameObject *frame = PyEval_GetFrame();
+    Py_XINCREF(frame);
+    while (frame != NULL) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        CodeEntry *e = code_entry(code);
+        int inside = e == NULL ? -1 : e->inside;
+        if (inside == 0) {
+            *file = Py_NewRef(code->co_filename);
+            int lasti = PyFrame_GetLasti(frame);   /* the line table is read once per offset */
+            if (e->lasti != lasti) {
+                e->line = PyFrame_GetLineNumber(frame);
+                e->lasti = lasti;
+            }
+            *line = e->line;
+        }
+        Py_DECREF(code);
+        if (inside <= 0) {
+            Py_DECREF(frame);
+            return inside;
+        }
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    *line = 0;
+    *file = PyUnicode_FromString("<minerva>");
+    return *file == NULL ? -1 : 0;
+}
+
+/* Whether the op may run here with the engine's `hooks` as they are (1), or must take
+ * the Python path (0: `hooks.lean_trace` is None). While the Recorder records, its
+ * append and the caller's track go into `L`. */
+static int
+trace_prepare(LeanOp *L, PyObject *hooks)
+{
+    PyObject *trace = PyObject_GetAttr(hooks, s_lean_trace);
+    if (trace == NULL || trace == Py_False || trace == Py_None) {
+        int rc = trace == NULL ? -1 : trace == Py_False;
+        Py_XDECREF(trace);
+        return rc;
+    }
+    L->record = trace;
+    L->track = PyObject_GetAttr(L->device, s_caller_track);
+    return L->track == NULL ? -1 : 1;
+}
+
+/* A record: a tuple's fields in an object the garbage collector does not count (a
+ * tuple per op would bring its collections on more often, and the trace's cost is the
+ * collector's more than the record's); `Recorder.snapshot` makes it a tuple. */
+typedef struct {
+    PyObject_VAR_HEAD
+    PyObject *items[1];
+} Record;
+
+static void
+record_dealloc(Record *self)
+{
+    for (Py_ssize_t i = 0; i < Py_SIZE(self); i++)
+        Py_XDECREF(self->items[i]);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t
+record_length(Record *self)
+{
+    return Py_SIZE(self);
+}
+
+static PyObject *
+record_item(Record *self, Py_ssize_t i)
+{
+    if (i < 0 || i >= Py_SIZE(self)) {
+        PyErr_SetString(PyExc_IndexError, "record index out of range");
+        return NULL;
+    }
+    return Py_NewRef(self->items[i]);
+}
+
+static PySequenceMethods record_sequence = {
+    .sq_length = (lenfunc)record_length,
+    .sq_item = (ssizeargfunc)record_item,
+};
+
+static PyTypeObject RecordType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "minerva._lean.Record",
+    .tp_doc = "A lean op's trace record: a tuple's fields, outside the collector's count.",
+    .tp_basicsize = offsetof(Record, items),
+    .tp_itemsize = sizeof(PyObject *),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)record_dealloc,
+    .tp_free = PyObject_Free,
+    .tp_as_sequence = &record_sequence,
+};
+
+static inline void
+put(Record *record, Py_ssize_t *i, PyObject *item)   /* steals `item` (NULL: failed) */
+{
+    record->items[(*i)++] = item;
+}
+
+/* The record of the lean op `L` that made value `out`: `(FINISHED, op_id, name,
+ * device_id, track, t_created, t_start, t_end, error, file, line, n_inputs, *input_ids,
+ * node_id, storage_id, version, dtype, ndim, *shape)`, appended. */
+static int
+trace_record(LeanOp *L, PyObject *out)
+{
+    PyObject *file;
+    int line;
+    if (user_line(&file, &line) < 0)
+        return -1;
+    long long ended = now_ns();
+    PyObject *spec = SLOT(out, DataOff[D_SPEC]);
+    PyObject *shape = SLOT(spec, SpecOff[P_SHAPE]);
+    Py_ssize_t ndim = PyTuple_GET_SIZE(shape), i = 0;
+    Py_ssize_t n = 12 + L->n_inputs + 5 + ndim;
+    Record *record = PyObject_NewVar(Record, &RecordType, n);
+    if (record == NULL) {
+        Py_DECREF(file);
+        return -1;
+    }
+    memset(record->items, 0, n * sizeof(PyObject *));
+    PyObject *started = PyLong_FromLongLong(L->started);
+    put(record, &i, Py_NewRef(FinishedTag));
+    put(record, &i, PyObject_CallNoArgs(NewNodeId));
+    put(record, &i, Py_NewRef(L->name));
+    put(record, &i, Py_NewRef(L->device_id));
+    put(record, &i, Py_NewRef(L->track));
+    put(record, &i, Py_XNewRef(started));
+    put(record, &i, started);
+    put(record, &i, PyLong_FromLongLong(ended));
+    put(record, &i, Py_NewRef(L->exc != NULL ? L->exc : Py_None));
+    put(record, &i, file);
+    put(record, &i, PyLong_FromLong(line));
+    put(record, &i, PyLong_FromLong(L->n_inputs));
+    for (int k = 0; k < L->n_inputs; k++)
+        put(record, &i, Py_NewRef(SLOT(SLOT(L->inputs[k], StorageOff[S_CURRENT]),
+                                       DataOff[D_NODE_ID])));
+    put(record, &i, Py_NewRef(SLOT(out, DataOff[D_NODE_ID])));
+    put(record, &i, Py_NewRef(SLOT(out, DataOff[D_STORAGE_ID])));
+    put(record, &i, Py_NewRef(SLOT(out, DataOff[D_VERSION])));
+    put(record, &i, Py_NewRef(SLOT(spec, SpecOff[P_DTYPE])));
+    put(record, &i, PyLong_FromSsize_t(ndim));
+    for (Py_ssize_t k = 0; k < ndim; k++)
+        put(record, &i, Py_NewRef(PyTuple_GET_ITEM(shape, k)));
+    for (Py_ssize_t k = 0; k < i; k++) {
+        if (record->items[k] == NULL) {   /* a failed call above */
+            Py_DECREF(record);
+            return -1;
+        }
+    }
+    PyObject *r = PyObject_CallOneArg(L->record, (PyObject *)record);
+    Py_DECREF(record);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
