@@ -421,3 +421,15 @@ def test_ops_on_every_device(device_kind):
     np.copyto(host, 3, where=host > 4)
     mv.copyto(device, 3, where=device > 4)
     assert_same(device, host)
+
+
+def test_broadcast_to_a_shape_of_numpy_integers_holds_python_ints(engine):
+    """SciPy passes shapes of ``np.int64``: the view's shape (and its byte count, which
+    the stores take) are Python ints, as NumPy's are."""
+    x = mv.broadcast_to(mv.array([1.0, 2.0]), (np.int64(3), np.int64(2)))
+    assert x.shape == (3, 2) and all(type(n) is int for n in x.shape)
+    y = mv.moveaxis(x, 0, 1) + 1.0
+    np.testing.assert_array_equal(y.to_numpy(), np.broadcast_to([1.0, 2.0], (3, 2)).T + 1.0)
+    assert mv.broadcast_to(mv.array(1.0), np.int64(4)).shape == (4,)
+    with pytest.raises(TypeError):
+        mv.broadcast_to(mv.array([1.0]), (2.0,))

@@ -189,7 +189,8 @@ def squeeze(a, axis=None) -> NArray:
 def broadcast_to(a, shape) -> NArray:
     """A read-only view of ``a`` broadcast to ``shape``."""
     x = to_narray(a, "broadcast_to")
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    shape = tuple(operator.index(n) for n in shape) if isinstance(shape, (tuple, list)) \
+        else (operator.index(shape),)   # Python ints, as a spec's shape holds (np.int64 too)
     try:
         if np.broadcast_shapes(x.shape, shape) != shape:
             raise ValueError
