@@ -175,13 +175,24 @@ def memoized(infer: Callable, limit: int = 4096) -> Callable:
             return infer(*specs, **attrs)
         if found is None:
             found = infer(*specs, **attrs)
-            if len(memo) >= limit:
-                memo.clear()
-            memo[key] = found
+            if _plain_shapes(found):   # (3,) == (np.int64(3),): kept only of Python ints
+                if len(memo) >= limit:
+                    memo.clear()
+                memo[key] = found
         return found
     rule.__wrapped__ = infer
     rule.memo = memo
     return rule
+
+
+def _plain_shapes(specs) -> bool:
+    """Whether every spec of a rule's answer has a shape of Python ints (a NumPy integer
+    equals its int, so a remembered answer would be handed to calls of either)."""
+    for spec in specs:
+        for n in getattr(spec, "shape", ()):
+            if type(n) is not int:
+                return False
+    return True
 
 
 _PLAIN = frozenset({int, float, bool, complex, str, bytes, type(None)})

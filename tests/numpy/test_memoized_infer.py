@@ -121,3 +121,12 @@ def test_a_value_that_cannot_be_hashed_is_computed_every_time(engine):
     spec = ArraySpec((2,), F8)
     assert rule(spec, value=np.zeros(1, record)[0]) == (spec,)
     assert not rule.memo
+
+
+def test_an_answer_with_numpy_integer_dims_is_not_kept():
+    rule = memoized(lambda x, *, n: (ArraySpec((n,), F8),))
+    spec = ArraySpec((2,), F8)
+    assert type(rule(spec, n=np.int64(3))[0].shape[0]) is np.int64
+    assert not rule.memo            # kept, it would answer calls with n=3 too
+    assert type(rule(spec, n=3)[0].shape[0]) is int
+    assert len(rule.memo) == 1
