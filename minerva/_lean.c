@@ -33,6 +33,7 @@ typedef struct { PyObject *type, *value, *tb; } Held;
 #include "_lean_parts/store.c"
 #include "_lean_parts/steps.c"
 #include "_lean_parts/write.c"
+#include "_lean_parts/run.c"
 #include "_lean_parts/operator.c"
 #include "_lean_parts/wrappers.c"
 #include "_lean_parts/element.c"

@@ -99,7 +99,7 @@ element_lean(PyObject *x, PyObject *key)
     if (engine == NULL || _PyType_Lookup(Py_TYPE(engine), s_element_now) != ElementNow)
         Py_RETURN_NONE;
     PyObject *lock = PyObject_GetAttr(engine, s_lock);
-    PyObject *r = lock == NULL ? NULL : PyObject_CallMethodNoArgs(lock, s_acquire);
+    PyObject *r = lock == NULL ? NULL : lock_acquire(lock);
     if (r == NULL) {
         Py_XDECREF(lock);
         return NULL;

@@ -3,11 +3,28 @@
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
+/* A spec's bytes; -1, no error set, when they are not a Python int (a shape of NumPy
+ * ints gives a NumPy int: the Python path takes such an op). */
 static inline Py_ssize_t
 spec_nbytes(PyObject *spec)
 {
     PyObject *n = SLOT(spec, SpecOff[P_NBYTES]);
-    return n == NULL ? -1 : PyLong_AsSsize_t(n);
+    if (n == NULL || !PyLong_CheckExact(n))
+        return -1;
+    Py_ssize_t nbytes = PyLong_AsSsize_t(n);
+    if (nbytes < 0)
+        PyErr_Clear();
+    return nbytes;
+}
+
+/* `lock.acquire()`, refused (NULL) while an exception is pending: a pending one would
+ * fail the call after the lock was taken, and the lock would stay taken. */
+static PyObject *
+lock_acquire(PyObject *lock)
+{
+    if (PyErr_Occurred())
+        return NULL;
+    return PyObject_CallMethodNoArgs(lock, s_acquire);
 }
 
 /* `getattr(obj, name)` as a C truth value; -1 on error. */

@@ -44,14 +44,20 @@ plain_view(PyObject *view, PyObject *spec, PyObject *out)
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *extent = PyTuple_GET_ITEM(shape, i), *stride = PyTuple_GET_ITEM(strides, i);
         if (!PyLong_CheckExact(extent) || !PyLong_CheckExact(stride) ||
-                PyLong_AsLong(extent) == 0)
+                PyLong_AsLong(extent) == 0) {
+            PyErr_Clear();
             return 0;
+        }
         long size = labs(PyLong_AsLong(stride));
         if (full && previous >= 0 && size > previous)
             return 0;
         previous = size;
     }
-    return !PyErr_Occurred();
+    if (PyErr_Occurred()) {   /* a stride past a C long: the Python path */
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
 }
 
 /* Whether `b` is a scalar operand the C path takes: a Python float or int, or a NumPy
@@ -166,6 +172,11 @@ operator_lean(Operator *self, PyObject *a, PyObject *b)
         L.target_handle = a;
     }
     L.nbytes = spec_nbytes(L.spec);
+    if (L.nbytes < 0) {
+        Py_DECREF(system);
+        Py_DECREF(L.spec);
+        Py_RETURN_NONE;
+    }
     L.inputs[0] = SLOT(a, ArrayOff[A_STORAGE]);
     if (binary)
         L.inputs[1] = SLOT(b, ArrayOff[A_STORAGE]);

@@ -63,8 +63,11 @@ lean_prepare(LeanOp *L, PyObject *system)
         if (current == NULL || !Py_IS_TYPE(current, DataNodeType))
             return 0;
         /* a view's bytes are its elements' (`input_bytes`): its handle's spec */
-        L->total += spec_nbytes(L->views[i] != NULL ? L->specs[i] :
-                                SLOT(current, DataOff[D_SPEC]));
+        Py_ssize_t n = spec_nbytes(L->views[i] != NULL ? L->specs[i] :
+                                   SLOT(current, DataOff[D_SPEC]));
+        if (n < 0)
+            return 0;
+        L->total += n;
     }
     if (limit <= 0 || L->total > limit)
         return 0;

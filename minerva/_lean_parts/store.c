@@ -51,7 +51,7 @@ static Py_ssize_t
 count(PyObject *d, PyObject *name, Py_ssize_t delta)
 {
     PyObject *value = PyDict_GetItemWithError(d, name);
-    Py_ssize_t n = value == NULL ? -1 : PyLong_AsSsize_t(value);
+    Py_ssize_t n = value == NULL ? -1 : PyNumber_AsSsize_t(value, PyExc_OverflowError);
     if (n == -1 && (value == NULL || PyErr_Occurred())) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_AttributeError, "store has no %U", name);
@@ -66,6 +66,8 @@ count(PyObject *d, PyObject *name, Py_ssize_t delta)
 static int
 lock_call(PyObject *d, PyObject *method)
 {
+    if (method == s_acquire && PyErr_Occurred())
+        return -1;   /* as `lock_acquire` */
     PyObject *lock = PyDict_GetItemWithError(d, s__lock);
     PyObject *r = lock == NULL ? NULL : PyObject_CallMethodNoArgs(lock, method);
     Py_XDECREF(r);
@@ -119,7 +121,7 @@ take_recent(PyObject *d, Py_ssize_t size, Py_ssize_t nbytes, Py_ssize_t *in_use)
     }
     Py_XSETREF(SLOT(block, BlockOff[B_NBYTES]), n);
     PyObject *peak = PyDict_GetItemWithError(d, s__peak);
-    Py_ssize_t before = peak == NULL ? -1 : PyLong_AsSsize_t(peak);
+    Py_ssize_t before = peak == NULL ? -1 : PyNumber_AsSsize_t(peak, PyExc_OverflowError);
     if (before < 0 || (*in_use > before && count(d, s__peak, *in_use - before) < 0)) {
         Py_DECREF(block);
         return NULL;
@@ -176,7 +178,9 @@ pooled_free(PyObject *store, PyObject *block)
         Py_XDECREF(record);
         return PyErr_Occurred() ? -1 : 0;
     }
-    Py_ssize_t in_use = -1, n = PyLong_AsSsize_t(nbytes), sz = PyLong_AsSsize_t(size);
+    /* (a block the Python path made may count its bytes in NumPy ints) */
+    Py_ssize_t in_use = -1, n = PyNumber_AsSsize_t(nbytes, PyExc_OverflowError),
+        sz = PyNumber_AsSsize_t(size, PyExc_OverflowError);
     int rc = PyErr_Occurred() ? -1 : lock_call(d, s_acquire);
     if (rc == 0) {
         PyObject *recent = PyDict_GetItemWithError(d, s__recent);

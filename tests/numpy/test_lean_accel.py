@@ -17,6 +17,8 @@ import minerva as mv
 from minerva.api.core import lean
 from minerva.common.errors import IntegerOverflowError, ShapeError
 from minerva.current import get_system
+from minerva.narray import NArray
+from minerva.ops.registry import ArraySpec
 
 accelerated = pytest.mark.skipif(not lean.ACTIVE, reason="the C accelerator is not built")
 OPERATORS = ("__add__", "__sub__", "__mul__", "__truediv__", "__pow__", "__floordiv__",
@@ -430,3 +432,32 @@ def test_an_operator_over_views_makes_no_python_call_per_op():
     for i in range(400):
         expected = expected + numpy.arange(40.0).reshape(8, 5)[i % 8] * 0.5
     assert chain(400).to_numpy().tobytes() == expected.tobytes()
+
+
+def test_a_spec_counting_numpy_ints_runs_and_frees_its_blocks():
+    """A spec whose shape holds NumPy ints counts its bytes in a NumPy int (SciPy's
+    ``x.shape[-1]`` arithmetic once made such specs): the C path hands its ops to Python,
+    frees their blocks, and leaves no error pending (one pending error once left the
+    engine's lock taken, and the next op waited for ever)."""
+    base = mv.ones(4)
+    odd = NArray(base._storage, None, ArraySpec((numpy.int64(4),), numpy.dtype("float64")))
+    assert type(odd._spec.nbytes) is not int   # the case this test is about
+    y = mv.ones(4)
+    x = odd + y
+    expected = numpy.ones(4) + 1.0
+    for _ in range(3):
+        x += 2.0
+        z = (x > odd) | mv.isnan(-x)
+        x = x * 0.5 + odd[3]
+        expected += 2.0
+        expected_z = (expected > 1.0) | numpy.isnan(-expected)
+        expected = expected * 0.5 + 1.0
+    assert z.to_numpy().tobytes() == expected_z.tobytes()
+    assert x.to_numpy().tobytes() == expected.tobytes()
+    before = mv.memory_stats()["in_use_bytes"]
+    del x, y, z
+    mv.wait_for_all()
+    assert mv.memory_stats()["in_use_bytes"] < before
+    w = mv.ones(3)
+    w += 1.0   # the runtime goes on
+    assert w.to_numpy().tolist() == [2.0] * 3
