@@ -106,18 +106,10 @@ element_lean(PyObject *x, PyObject *key)
     }
     Py_DECREF(r);
     PyObject *element = element_locked(engine, storage, key);
-    Held held;
-    HOLD(held);
-    r = PyObject_CallMethodNoArgs(lock, s_release);
+    int released = lock_release(lock);
     Py_DECREF(lock);
-    if (HELD(held)) {
-        Py_XDECREF(r);
-        RESTORE(held);
-    } else if (r == NULL) {
+    if (released < 0)
         Py_CLEAR(element);
-    } else {
-        Py_DECREF(r);
-    }
     return element;
 }
 

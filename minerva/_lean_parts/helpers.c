@@ -27,6 +27,25 @@ lock_acquire(PyObject *lock)
     return PyObject_CallMethodNoArgs(lock, s_acquire);
 }
 
+/* `lock.release()`, keeping the exception pending before it (the caller's, restored
+ * after); -1 when there was none and the release failed (its error set), else 0. */
+static int
+lock_release(PyObject *lock)
+{
+    Held held;
+    HOLD(held);
+    PyObject *r = PyObject_CallMethodNoArgs(lock, s_release);
+    if (HELD(held)) {
+        Py_XDECREF(r);
+        RESTORE(held);   /* the first error wins */
+        return 0;
+    }
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 /* `getattr(obj, name)` as a C truth value; -1 on error. */
 static int
 attr_true(PyObject *obj, PyObject *name)

@@ -106,17 +106,8 @@ lean_run(LeanOp *L, PyObject *const *operands, int n_operands)
     }
     Py_DECREF(r);
     out = lean_locked(L, errstate, operands, n_operands, &later);
-    Held held;
-    HOLD(held);
-    r = PyObject_CallMethodNoArgs(L->lock, s_release);
-    if (HELD(held)) {
-        Py_XDECREF(r);
-        RESTORE(held);
-    } else if (r == NULL) {
+    if (lock_release(L->lock) < 0)
         Py_CLEAR(out);
-    } else {
-        Py_DECREF(r);
-    }
     if (later != NULL && later != Py_None && out != NULL) {
         r = PyObject_CallMethodObjArgs(L->engine, s_free_blocks, later, NULL);
         if (r == NULL)

@@ -63,15 +63,22 @@ count(PyObject *d, PyObject *name, Py_ssize_t delta)
     return rc < 0 ? -1 : n + delta;
 }
 
+/* The store's lock taken (0; -1 on error, or while an exception is pending, as
+ * `lock_acquire`), and given back keeping a pending exception (`lock_release`). */
 static int
-lock_call(PyObject *d, PyObject *method)
+store_lock(PyObject *d)
 {
-    if (method == s_acquire && PyErr_Occurred())
-        return -1;   /* as `lock_acquire` */
     PyObject *lock = PyDict_GetItemWithError(d, s__lock);
-    PyObject *r = lock == NULL ? NULL : PyObject_CallMethodNoArgs(lock, method);
+    PyObject *r = lock == NULL ? NULL : lock_acquire(lock);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
+}
+
+static int
+store_unlock(PyObject *d)
+{
+    PyObject *lock = PyDict_GetItemWithError(d, s__lock);
+    return lock == NULL ? -1 : lock_release(lock);
 }
 
 /* A memory event `(tag, device_id, in_use, t_ns)` appended with `record` (consumed). */
@@ -142,14 +149,9 @@ store_take(PyObject *store, Py_ssize_t nbytes)
     Py_ssize_t size = nbytes <= Granule ? Granule : (nbytes + Granule - 1) / Granule * Granule;
     Py_ssize_t in_use = 0;
     PyObject *block = NULL;
-    if (lock_call(d, s_acquire) == 0) {
+    if (store_lock(d) == 0) {
         block = take_recent(d, size, nbytes, &in_use);
-        Held held;
-        HOLD(held);
-        int rc = lock_call(d, s_release);
-        if (HELD(held))
-            RESTORE(held);
-        else if (rc < 0)
+        if (store_unlock(d) < 0)
             Py_CLEAR(block);
     }
     if (block != NULL && block != Py_None && record != NULL) {
@@ -181,7 +183,7 @@ pooled_free(PyObject *store, PyObject *block)
     /* (a block the Python path made may count its bytes in NumPy ints) */
     Py_ssize_t in_use = -1, n = PyNumber_AsSsize_t(nbytes, PyExc_OverflowError),
         sz = PyNumber_AsSsize_t(size, PyExc_OverflowError);
-    int rc = PyErr_Occurred() ? -1 : lock_call(d, s_acquire);
+    int rc = PyErr_Occurred() ? -1 : store_lock(d);
     if (rc == 0) {
         PyObject *recent = PyDict_GetItemWithError(d, s__recent);
         PyObject *key = recent == NULL ? NULL : PyTuple_Pack(2, stream, size);
@@ -202,12 +204,7 @@ pooled_free(PyObject *store, PyObject *block)
         if (rc == 0 && count(d, s__recent_bytes, sz) < 0)
             rc = -1;
         Py_XDECREF(key);
-        Held held;
-        HOLD(held);
-        int released = lock_call(d, s_release);
-        if (HELD(held))
-            RESTORE(held);
-        else if (released < 0)
+        if (store_unlock(d) < 0)
             rc = -1;
     }
     if (rc == 0 && record != NULL) {

@@ -3,9 +3,7 @@ taken in C give NumPy's bits, errors and warnings at the user's line, the Python
 memory figures; and the Python path alone (MINERVA_ACCEL=0) passes the same suites."""
 from __future__ import annotations
 
-import cProfile
 import os
-import pstats
 import subprocess
 import sys
 import warnings
@@ -19,20 +17,12 @@ from minerva.common.errors import IntegerOverflowError, ShapeError
 from minerva.current import get_system
 from minerva.narray import NArray
 from minerva.ops.registry import ArraySpec
+from tests.support.profiling import python_calls
 
 accelerated = pytest.mark.skipif(not lean.ACTIVE, reason="the C accelerator is not built")
 OPERATORS = ("__add__", "__sub__", "__mul__", "__truediv__", "__pow__", "__floordiv__",
              "__mod__", "__and__", "__or__", "__xor__")
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _python_calls(run) -> dict:
-    """Python function name -> calls made while ``run`` ran."""
-    profile = cProfile.Profile()
-    profile.enable()
-    run()
-    profile.disable()
-    return {key[2]: row[1] for key, row in pstats.Stats(profile).stats.items()}
 
 
 @accelerated
@@ -45,7 +35,7 @@ def test_a_tiny_chain_makes_no_python_call_per_op():
             y = 1.0 - (y * 0.5) * (y * 0.5)   # stays in [0, 1]: no warnings
         return y
     chain(10)
-    calls = _python_calls(lambda: chain(1000))
+    calls = python_calls(lambda: chain(1000))
     assert "build" not in calls and "run_lean" not in calls and "method" not in calls
     assert sum(calls.values()) < 4 * 1000 * 8   # the store's own, for two temporaries a step
     expected = numpy.zeros(4)
@@ -217,7 +207,7 @@ def test_a_tiny_chain_of_functions_makes_no_python_call_per_op():
     for _ in range(300):
         expected = numpy.tanh(-numpy.sqrt(abs(expected)))
     chain(3)
-    calls = _python_calls(lambda: chain(300))
+    calls = python_calls(lambda: chain(300))
     assert sum(calls.values()) < 300 * 4 * 2   # the store's own, for fresh temporaries
     assert "build" not in calls and "run_lean" not in calls
     assert chain(300).to_numpy().tobytes() == expected.tobytes()
@@ -426,7 +416,7 @@ def test_an_operator_over_views_makes_no_python_call_per_op():
             total = total + rows[i % 8] * 0.5
         return total
     chain(10)
-    calls = _python_calls(lambda: chain(400))
+    calls = python_calls(lambda: chain(400))
     assert "build" not in calls and "run_lean" not in calls
     expected = numpy.arange(40.0).reshape(8, 5)[0] * 0.0
     for i in range(400):

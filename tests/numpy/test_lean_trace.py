@@ -3,10 +3,8 @@ store's O(1) alloc and free run in C and record what the Python path records —
 op slices, the same memory counters, the same store figures."""
 from __future__ import annotations
 
-import cProfile
 import json
 import os
-import pstats
 import subprocess
 import sys
 
@@ -20,6 +18,7 @@ from minerva.current import get_system
 from minerva.storage.base import Block
 from minerva.storage.pooled import PooledDataStore
 from minerva.tracing import recorder
+from tests.support.profiling import python_calls
 
 accelerated = pytest.mark.skipif(not lean.ACTIVE, reason="the C accelerator is not built")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -82,14 +81,6 @@ def test_a_traced_program_records_the_python_paths_ops_and_memory(engine):
     assert "FloatingPointError" in errors[0][4]
 
 
-def _python_calls(run) -> dict:
-    profile = cProfile.Profile()
-    profile.enable()
-    run()
-    profile.disable()
-    return {key[2]: row[1] for key, row in pstats.Stats(profile).stats.items()}
-
-
 @accelerated
 def test_a_traced_tiny_chain_makes_no_python_call_per_op(tmp_path):
     x = mv.zeros(4)
@@ -101,7 +92,7 @@ def test_a_traced_tiny_chain_makes_no_python_call_per_op(tmp_path):
                 y = y * 0.5 + 1.0
             return y
         result = chain()   # the shape rules cached, the first blocks made
-        calls = _python_calls(chain)
+        calls = python_calls(chain)
     finally:
         path = mv.profiler.stop()
     assert "run_lean" not in calls and "op_finished" not in calls
