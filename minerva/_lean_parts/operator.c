@@ -16,6 +16,8 @@ typedef struct {
     int unary;             /* a one-operand op (`-x`, `np.exp(x)`): `op` alone */
     int in_place;          /* an in-place operator (`x += y`): written into `x` */
     int compares;          /* a comparison (`x < y`): numeric operands only, as in Python */
+    int swaps;             /* a function `f(x1, x2)`: a scalar first, an array second, is
+                              the reflected op over the array (`np.multiply(2.0, x)`) */
 } Operator;
 
 /* Whether an operand's `view` (Py_None: whole) is one the C path reads: `(shape,
@@ -92,14 +94,14 @@ compared(PyObject *spec, PyObject *scalar)
 
 /* `a <op> b` on the lean path: a new handle, Py_None for the Python path, NULL on error. */
 static PyObject *
-operator_lean(Operator *self, PyObject *a, PyObject *b)
+operator_lean(Operator *self, PyObject *a, PyObject *b, int reverse)
 {
     int scalar;
     if (b == NULL)   /* a one-operand op */
         scalar = 0;
     else if (scalar_operand(b))
         scalar = 1;
-    else if (Py_IS_TYPE(b, NArrayType) && !self->reverse)
+    else if (Py_IS_TYPE(b, NArrayType) && !reverse)
         scalar = 0;
     else
         Py_RETURN_NONE;
@@ -145,7 +147,7 @@ operator_lean(Operator *self, PyObject *a, PyObject *b)
     L.op = op;
     L.name = self->names[scalar];
     L.ufunc = self->ufunc;
-    L.spec = out_spec(op, spec, other, scalar, self->reverse);
+    L.spec = out_spec(op, spec, other, scalar, reverse);
     if (L.spec == NULL) {
         Py_DECREF(system);
         Py_RETURN_NONE;
@@ -188,7 +190,7 @@ operator_lean(Operator *self, PyObject *a, PyObject *b)
     Py_DECREF(system);
     if (prepared > 0) {
         PyObject *operands[2] = {NULL, scalar ? b : NULL};
-        if (self->reverse) {
+        if (reverse) {
             operands[0] = b;
             operands[1] = NULL;
         }
@@ -209,8 +211,14 @@ operator_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
 {
     Operator *self = (Operator *)callable;
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-    if (n == 2 - self->unary && kwnames == NULL && Py_IS_TYPE(args[0], NArrayType)) {
-        PyObject *result = operator_lean(self, args[0], self->unary ? NULL : args[1]);
+    if (n == 2 - self->unary && kwnames == NULL) {
+        PyObject *result = NULL;
+        if (Py_IS_TYPE(args[0], NArrayType))
+            result = operator_lean(self, args[0], self->unary ? NULL : args[1], self->reverse);
+        else if (self->swaps && Py_IS_TYPE(args[1], NArrayType) && scalar_operand(args[0]))
+            result = operator_lean(self, args[1], args[0], 1);
+        else
+            result = Py_NewRef(Py_None);
         if (result != Py_None)
             return result;
         Py_DECREF(result);
@@ -222,12 +230,12 @@ static PyObject *
 operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *python, *op, *scalar_op, *ufunc;
-    int elides, reverse = 0, unary = 0, in_place = 0, compares = 0;
+    int elides, reverse = 0, unary = 0, in_place = 0, compares = 0, swaps = 0;
     static char *names[] = {"python", "op", "scalar_op", "ufunc", "elides", "reverse",
-                            "unary", "in_place", "compares", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOp|pppp", names, &python, &op,
+                            "unary", "in_place", "compares", "swaps", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOp|ppppp", names, &python, &op,
                                      &scalar_op, &ufunc, &elides, &reverse, &unary,
-                                     &in_place, &compares))
+                                     &in_place, &compares, &swaps))
         return NULL;
     Operator *self = (Operator *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -248,6 +256,7 @@ operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->unary = unary;
     self->in_place = in_place;
     self->compares = compares;
+    self->swaps = swaps;
     return (PyObject *)self;
 }
 

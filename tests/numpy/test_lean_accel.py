@@ -451,3 +451,25 @@ def test_a_spec_counting_numpy_ints_runs_and_frees_its_blocks():
     w = mv.ones(3)
     w += 1.0   # the runtime goes on
     assert w.to_numpy().tolist() == [2.0] * 3
+
+
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide", "power",
+                                  "maximum", "minimum", "floor_divide", "remainder"])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int8"])
+def test_a_function_with_a_scalar_first_is_the_reflected_op(name, dtype):
+    host = numpy.arange(1, 7).astype(dtype)
+    x = mv.array(host)
+    for scalar in (3, 2.5, numpy.float64(1.5), numpy.float32(2.0), -2):
+        if name == "power" and host.dtype.kind == "i" and isinstance(scalar, float):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                expected = getattr(numpy, name)(scalar, host)
+            except (TypeError, ValueError, OverflowError) as err:
+                with pytest.raises(type(err)):
+                    getattr(mv, name)(scalar, x)
+                continue
+            got = getattr(mv, name)(scalar, x)
+        assert got.dtype == expected.dtype, (name, scalar)
+        assert got.to_numpy().tobytes() == expected.tobytes(), (name, scalar)

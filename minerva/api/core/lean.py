@@ -88,15 +88,19 @@ def reported(errstate, op_def) -> None:
                      user_callsite())
 
 
-def operator(python, op_def, scalar_op, elides: bool, reverse: bool = False):
+def operator(python, op_def, scalar_op, elides: bool, reverse: bool = False,
+             swaps: bool = False):
     """NArray's operator ``python`` (over ``op_def``, or ``scalar_op`` with a Python
-    scalar; with ``reverse`` a reflected one, ``1.0 - x``, whose scalar is on the left),
-    with its lean path in C where the accelerator is active and both ops call the same
-    NumPy function; else ``python`` itself."""
+    scalar; with ``reverse`` a reflected one, ``1.0 - x``, whose scalar is on the left;
+    with ``swaps`` a function ``f(x1, x2)`` that takes a scalar first and an array second
+    as the reflected op, ``np.multiply(2.0, x)``), with its lean path in C where the
+    accelerator is active and both ops call the same NumPy function; else ``python``
+    itself."""
     name = getattr(op_def.impl, "kernel_name", None)
     if not ACTIVE or name is None or getattr(scalar_op.impl, "kernel_name", None) != name:
         return python
-    return _lean.Operator(python, op_def, scalar_op, getattr(np, name), elides, reverse)
+    return _lean.Operator(python, op_def, scalar_op, getattr(np, name), elides, reverse,
+                          swaps=swaps)
 
 
 def comparison(python, op_def, scalar_op):

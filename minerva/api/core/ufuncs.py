@@ -342,13 +342,14 @@ def _ufunc(name: str, function, unary=None) -> Ufunc:
     costs one Python call more than the function's), with NumPy's docstring; for a
     one-operand op ``unary``, ``f(x)`` of an NArray runs in C where it can
     (``lean.unary``: then the call costs no Python call), as ``f(x, y)`` of a two-operand
-    one but the comparisons does, where the operator ``x + y`` would (``lean.operator``)."""
+    one but the comparisons does, where the operator ``x + y`` would, and ``f(2.0, x)``
+    where ``2.0 + x`` would (``lean.operator``, ``swaps``)."""
     numpy_ufunc = getattr(np, name, None)
     doc = numpy_ufunc.__doc__ if isinstance(numpy_ufunc, np.ufunc) else function.__doc__
     if unary is not None:
         call = lean.unary(function, unary)
     elif name in _SCALAR_OPS and name not in comparisons.OPERATORS:
-        call = lean.operator(function, _OPS[name], _SCALAR_OPS[name], False)
+        call = lean.operator(function, _OPS[name], _SCALAR_OPS[name], False, swaps=True)
     else:
         call = function
     kind = type(name, (Ufunc,), {"__call__": staticmethod(call), "__doc__": doc,
