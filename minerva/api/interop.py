@@ -45,6 +45,10 @@ API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 """Array API standard versions ``__array_namespace__`` accepts."""
 
 _ARRAYS = (NArray, np.ndarray, np.generic)
+
+_SCALARS_FIRST = frozenset({np.float64, np.float32, np.float16, np.complex128, np.complex64,
+                            np.int64, np.int32, np.bool_})
+"""NumPy scalar types NumPy hands to ``__array_ufunc__`` first in ``np.float64(h) * x``."""
 _TOP_LEVEL = ("numpy", "numpy.lib.stride_tricks")
 _SUBMODULES = {"numpy.lib.stride_tricks": ("lib", "stride_tricks"),
                "numpy.lib.scimath": ("emath",)}
@@ -163,6 +167,12 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     """NEP 13: run ``ufunc`` (or one of its methods: ``reduce`` ...) in minerva. NumPy
     arrays given as ``out=`` (or as the array ``at`` writes) are written through an NArray
     copy, then given its values (this waits)."""
+    if method == "__call__" and not kwargs and len(inputs) == 2 \
+            and type(inputs[0]) in _SCALARS_FIRST and type(inputs[1]) is NArray:
+        function = _namespace.get(ufunc.__name__)   # ``np.float64(h) * x``: the common case
+        if function is not None and getattr(np, ufunc.__name__, None) is ufunc \
+                and not isinstance(function, (type, _types.ModuleType)):
+            return function(*inputs)   # as below, past the checks it passes
     outs = kwargs.get("out", ())
     if any(_overrides_ufuncs(x) for x in inputs) or not all(
             o is None or isinstance(o, (NArray, np.ndarray)) for o in outs):

@@ -473,3 +473,24 @@ def test_a_function_with_a_scalar_first_is_the_reflected_op(name, dtype):
             got = getattr(mv, name)(scalar, x)
         assert got.dtype == expected.dtype, (name, scalar)
         assert got.to_numpy().tobytes() == expected.tobytes(), (name, scalar)
+
+
+@pytest.mark.parametrize("scalar", [numpy.float64(1.5), numpy.float32(2.0), numpy.int64(3),
+                                    numpy.int32(-2), numpy.bool_(True), numpy.complex64(1j),
+                                    numpy.float16(0.5)])
+def test_a_numpy_scalar_on_the_left_gives_numpys_answer(scalar):
+    """``np.float64(h) * x``: NumPy hands the call to ``NArray.__array_ufunc__``, which
+    takes the common two-operand call straight to minerva's function."""
+    host = numpy.arange(1.0, 6.0)
+    x = mv.array(host)
+    for name in ("__mul__", "__add__", "__sub__", "__truediv__", "__pow__", "__lt__",
+                 "__eq__", "__floordiv__"):
+        if scalar.dtype.kind == "c" and name in ("__lt__", "__floordiv__"):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = getattr(scalar, name)(host)
+            got = getattr(scalar, name)(x)
+        assert isinstance(got, NArray), name
+        assert got.dtype == expected.dtype, name
+        assert got.to_numpy().tobytes() == expected.tobytes(), name
