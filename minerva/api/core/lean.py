@@ -88,6 +88,15 @@ def reported(errstate, op_def) -> None:
                      user_callsite())
 
 
+def _shared_ufunc(op_def, scalar_op):
+    """NumPy's ufunc that both ops call (their ``impl.kernel_name``), where the
+    accelerator is active; else None."""
+    name = getattr(op_def.impl, "kernel_name", None)
+    if not ACTIVE or name is None or getattr(scalar_op.impl, "kernel_name", None) != name:
+        return None
+    return getattr(np, name)
+
+
 def operator(python, op_def, scalar_op, elides: bool, reverse: bool = False,
              swaps: bool = False):
     """NArray's operator ``python`` (over ``op_def``, or ``scalar_op`` with a Python
@@ -96,11 +105,10 @@ def operator(python, op_def, scalar_op, elides: bool, reverse: bool = False,
     as the reflected op, ``np.multiply(2.0, x)``), with its lean path in C where the
     accelerator is active and both ops call the same NumPy function; else ``python``
     itself."""
-    name = getattr(op_def.impl, "kernel_name", None)
-    if not ACTIVE or name is None or getattr(scalar_op.impl, "kernel_name", None) != name:
+    ufunc = _shared_ufunc(op_def, scalar_op)
+    if ufunc is None:
         return python
-    return _lean.Operator(python, op_def, scalar_op, getattr(np, name), elides, reverse,
-                          swaps=swaps)
+    return _lean.Operator(python, op_def, scalar_op, ufunc, elides, reverse, swaps=swaps)
 
 
 def comparison(python, op_def, scalar_op):
@@ -108,11 +116,10 @@ def comparison(python, op_def, scalar_op):
     in C where the accelerator is active and both ops call the same NumPy function: for
     numeric operands, and a Python int only against a float or complex array (``python``
     checks an int against an integer dtype's range); else ``python`` itself."""
-    name = getattr(op_def.impl, "kernel_name", None)
-    if not ACTIVE or name is None or getattr(scalar_op.impl, "kernel_name", None) != name:
+    ufunc = _shared_ufunc(op_def, scalar_op)
+    if ufunc is None:
         return python
-    return _lean.Operator(python, op_def, scalar_op, getattr(np, name), False,
-                          compares=True)
+    return _lean.Operator(python, op_def, scalar_op, ufunc, False, compares=True)
 
 
 def in_place(python, name):
@@ -123,11 +130,10 @@ def in_place(python, name):
     if name is None:
         return python
     op_def, scalar_op = registry.get(name), registry.get(name + "_scalar")
-    kernel = getattr(op_def.impl, "kernel_name", None)
-    if not ACTIVE or kernel is None or getattr(scalar_op.impl, "kernel_name", None) != kernel:
+    ufunc = _shared_ufunc(op_def, scalar_op)
+    if ufunc is None:
         return python
-    return _lean.Operator(python, op_def, scalar_op, getattr(np, kernel), False, False, False,
-                          True)
+    return _lean.Operator(python, op_def, scalar_op, ufunc, False, in_place=True)
 
 
 def unary(python, op_def):
@@ -138,7 +144,7 @@ def unary(python, op_def):
     ufunc = getattr(np, name, None) if ACTIVE and name else None
     if not isinstance(ufunc, np.ufunc):
         return python
-    return _lean.Operator(python, op_def, op_def, ufunc, False, False, True)
+    return _lean.Operator(python, op_def, op_def, ufunc, False, unary=True)
 
 
 def element(python):
