@@ -34,8 +34,9 @@ typedef struct { PyObject *type, *value, *tb; } Held;
 #include "_lean_parts/steps.c"
 #include "_lean_parts/write.c"
 #include "_lean_parts/run.c"
+#include "_lean_parts/twin.c"
 #include "_lean_parts/operator.c"
-#include "_lean_parts/wrappers.c"
+#include "_lean_parts/store_methods.c"
 #include "_lean_parts/element.c"
 #include "_lean_parts/finalizer.c"
 

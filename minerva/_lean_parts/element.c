@@ -113,11 +113,7 @@ element_lean(PyObject *x, PyObject *key)
     return element;
 }
 
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *python;      /* the Python `__getitem__` it stands in front of */
-} Element;
+typedef Wrapper Element;   /* in front of the Python `__getitem__` */
 
 static PyObject *
 element_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
@@ -137,16 +133,7 @@ element_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
 static PyObject *
 element_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    PyObject *python;
-    static char *names[] = {"python", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O", names, &python))
-        return NULL;
-    Element *self = (Element *)type->tp_alloc(type, 0);
-    if (self == NULL)
-        return NULL;
-    self->vectorcall = element_vectorcall;
-    self->python = Py_NewRef(python);
-    return (PyObject *)self;
+    return wrapper_new(type, args, kwargs, element_vectorcall);
 }
 
 static PyTypeObject ElementType = WRAPPER_TYPE(

@@ -35,11 +35,7 @@ release_now(PyObject *engine, PyObject *data)
     return r == NULL ? -1 : 0;
 }
 
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *python;      /* the Python finalizer it stands in front of */
-} Finalizer;
+typedef Wrapper Finalizer;   /* in front of the Python finalizer */
 
 /* A storage's `__del__`: its current version released to its engine; errors are
  * swallowed, as the Python finalizer swallows them (interpreter shutdown). */
@@ -72,16 +68,7 @@ finalizer_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
 static PyObject *
 finalizer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    PyObject *python;
-    static char *names[] = {"python", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O", names, &python))
-        return NULL;
-    Finalizer *self = (Finalizer *)type->tp_alloc(type, 0);
-    if (self == NULL)
-        return NULL;
-    self->vectorcall = finalizer_vectorcall;
-    self->python = Py_NewRef(python);
-    return (PyObject *)self;
+    return wrapper_new(type, args, kwargs, finalizer_vectorcall);
 }
 
 static PyTypeObject FinalizerType = WRAPPER_TYPE(

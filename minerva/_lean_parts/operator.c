@@ -284,31 +284,6 @@ operator_dealloc(Operator *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* `x.__add__` is a bound method, as the Python operator's would be. */
-static PyObject *
-operator_get(PyObject *self, PyObject *obj, PyObject *type)
-{
-    if (obj == NULL || obj == Py_None)
-        return Py_NewRef(self);
-    return PyMethod_New(self, obj);
-}
-
-static PyObject *
-operator_getattro(PyObject *self, PyObject *name)
-{
-    /* the Python operator's name and docstring */
-    PyObject *found = PyObject_GenericGetAttr(self, name);
-    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
-        return found;
-    PyErr_Clear();
-    return PyObject_GetAttr(((Operator *)self)->python, name);
-}
-
-static PyMemberDef operator_members[] = {
-    {"python", T_OBJECT, offsetof(Operator, python), READONLY,
-     "the Python operator it stands in front of"},
-    {NULL}};
-
 static PyTypeObject OperatorType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "minerva._lean.Operator",
@@ -320,9 +295,9 @@ static PyTypeObject OperatorType = {
     .tp_traverse = (traverseproc)operator_traverse,
     .tp_clear = (inquiry)operator_clear,
     .tp_dealloc = (destructor)operator_dealloc,
-    .tp_descr_get = operator_get,
-    .tp_getattro = operator_getattro,
+    .tp_descr_get = wrapper_get,
+    .tp_getattro = wrapper_getattro,
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(Operator, vectorcall),
-    .tp_members = operator_members,
+    .tp_members = wrapper_members,
 };

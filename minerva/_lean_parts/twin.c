@@ -3,7 +3,8 @@
 
 /* ---- types in front of a Python twin ------------------------------------------------ */
 
-/* Every such type but the Operator starts so: its C path, else the Python twin. */
+/* Every such type starts so (the Operator adds its own fields after): its C path, else
+ * the Python twin. */
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -32,6 +33,15 @@ wrapper_dealloc(Wrapper *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* `x.__add__` is a bound method, as the Python twin's would be. */
+static PyObject *
+wrapper_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    if (obj == NULL || obj == Py_None)
+        return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
 static PyObject *
 wrapper_getattro(PyObject *self, PyObject *name)
 {
@@ -56,65 +66,23 @@ static PyMemberDef wrapper_members[] = {
                 Py_TPFLAGS_METHOD_DESCRIPTOR,                                           \
     .tp_new = NEW, .tp_traverse = (traverseproc)wrapper_traverse,                       \
     .tp_clear = (inquiry)wrapper_clear, .tp_dealloc = (destructor)wrapper_dealloc,      \
-    .tp_descr_get = operator_get, .tp_getattro = wrapper_getattro,                      \
+    .tp_descr_get = wrapper_get,  .tp_getattro = wrapper_getattro,                      \
     .tp_call = PyVectorcall_Call, .tp_vectorcall_offset = offsetof(STRUCT, vectorcall), \
     .tp_members = wrapper_members}
 
-/* ---- the store's methods, in front of their Python twins ---------------------------- */
-
-enum { M_FREE, M_ALLOC_ARRAY };
-
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *python;      /* the Python method it stands in front of */
-    int kind;              /* M_FREE or M_ALLOC_ARRAY */
-} StoreMethod;
-
+/* A wrapper of `type` around the Python function `python` (its one argument), whose C
+ * path is `vectorcall`. */
 static PyObject *
-store_method_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
-                        PyObject *kwnames)
-{
-    StoreMethod *self = (StoreMethod *)callable;
-    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-    if (kwnames == NULL && n >= 1 && PooledType != NULL && Py_IS_TYPE(args[0], PooledType)) {
-        if (self->kind == M_FREE && n == 2) {
-            int done = pooled_free(args[0], args[1]);
-            if (done != 0)
-                return done < 0 ? NULL : Py_NewRef(Py_None);
-        } else if (self->kind == M_ALLOC_ARRAY) {
-            PyObject *pair = pooled_alloc_array(args[0], args + 1, n - 1);
-            if (pair != Py_None)
-                return pair;
-            Py_DECREF(pair);
-        }
-    }
-    return PyObject_Vectorcall(self->python, args, nargsf, kwnames);
-}
-
-static PyObject *
-store_method_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+wrapper_new(PyTypeObject *type, PyObject *args, PyObject *kwargs, vectorcallfunc vectorcall)
 {
     PyObject *python;
-    const char *kind;
-    static char *names[] = {"python", "kind", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os", names, &python, &kind))
+    static char *names[] = {"python", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O", names, &python))
         return NULL;
-    int k = strcmp(kind, "free") == 0 ? M_FREE :
-            strcmp(kind, "alloc_array") == 0 ? M_ALLOC_ARRAY : -1;
-    if (k < 0) {
-        PyErr_Format(PyExc_ValueError, "no C path for store method %s", kind);
-        return NULL;
-    }
-    StoreMethod *self = (StoreMethod *)type->tp_alloc(type, 0);
+    Wrapper *self = (Wrapper *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
-    self->vectorcall = store_method_vectorcall;
+    self->vectorcall = vectorcall;
     self->python = Py_NewRef(python);
-    self->kind = k;
     return (PyObject *)self;
 }
-
-static PyTypeObject StoreMethodType = WRAPPER_TYPE(
-    "StoreMethod", "A pooled store's free or alloc_array with its O(1) path in C, in front "
-    "of its Python twin.", StoreMethod, store_method_new);
