@@ -102,7 +102,10 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             take(kwargs, "alloc_tag", &AllocTag) < 0 || take(kwargs, "free_tag", &FreeTag) < 0 ||
             take(kwargs, "element_now", &ElementNow) < 0 ||
             take(kwargs, "host_reads", &HostReads) < 0 ||
-            take(kwargs, "copied_scalars", &CopiedScalars) < 0)
+            take(kwargs, "copied_scalars", &CopiedScalars) < 0 ||
+            take(kwargs, "blas", &Blas) < 0 || take(kwargs, "blas_cond", &BlasCond) < 0 ||
+            take(kwargs, "blas_lock", &BlasLock) < 0 ||
+            take(kwargs, "blas_queue", &BlasQueue) < 0)
         goto fail;
     if (!PyContextVar_CheckExact(ExtObj) || !PyDict_Check(Decoded) ||
             !PyList_Check(DirectRecords) || !PyUnicode_Check(PackageDir) ||
@@ -171,6 +174,10 @@ PyInit__lean(void)
     INTERN(s__n_hits, "_n_hits"); INTERN(s__live, "_live"); INTERN(s__n_allocs, "_n_allocs");
     INTERN(s__in_use, "_in_use"); INTERN(s__peak, "_peak"); INTERN(s__n_frees, "_n_frees");
     INTERN(s_element_now, "element_now"); INTERN(s_refuse, "refuse"); INTERN(s_cpu, "cpu");
+    INTERN(s_row_split, "row_split"); INTERN(s_whole_limit, "whole_limit");
+    INTERN(s_try_hold_blas, "try_hold_blas"); INTERN(s_process_wide, "process_wide");
+    INTERN(s_threads, "threads"); INTERN(s__count, "_count"); INTERN(s__users, "_users");
+    INTERN(s_notify_all, "notify_all");
     INTERN(s_device_id, "device_id"); INTERN(s_label, "label"); INTERN(s_empty, "");
     Zero = PyLong_FromLong(0);
     One = PyLong_FromLong(1);

@@ -21,6 +21,8 @@ static long Completed;             /* the COMPLETED state */
 static Py_ssize_t AheadBytes, ElideBytes;
 static PyObject *Zero, *One, *CompletedObj, *KwOut;
 static PyObject *PackageDir;       /* callsite.PACKAGE_DIR: a frame inside is not the user's */
+static PyObject *Blas;             /* minerva.device.cpu.blas.BLAS, the process's count */
+static PyObject *BlasCond, *BlasLock, *BlasQueue;   /* its `_cond`, `_cond`'s lock, `_queue` */
 static PyObject *FinishedTag;      /* recorder.FINISHED, the first field of an op's record */
 
 /* slot offsets, read off the classes' member descriptors */
@@ -53,7 +55,8 @@ static PyObject *s_system, *s_hooks, *s_engine, *s_local, *s_device, *s_devices,
     *s_kicks_releases, *s_release_posted, *s_kick_releases, *s_free, *s_cancelled, *s_alloc_array, *s_array, *s_n_recycled,
     *s_dag, *s_data, *s_n_completed_total, *s_free_blocks, *s_quiet, *s_direct, *s_infer,
     *s_acquire, *s_release, *s_scalar, *s_reverse, *s_kind,
-    *s_caller_track, *s_name, *s_lean_trace, *s_dtype;
+    *s_caller_track, *s_name, *s_lean_trace, *s_dtype, *s_row_split, *s_whole_limit,
+    *s_try_hold_blas, *s_process_wide, *s_threads, *s__count, *s__users, *s_notify_all;
 
 /* Set `*obj` to the slot at `off`, or fail when the slot is empty. */
 static int

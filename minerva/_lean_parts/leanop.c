@@ -18,6 +18,7 @@ typedef struct {
     PyObject *target_handle;               /* the written handle (`x`), borrowed */
     PyObject *views[2], *specs[2];         /* the inputs' views (NULL: whole), specs: borrowed */
     PyObject *viewed[2];                   /* the arrays seen through the views (new) */
+    int blas;                              /* the kernel calls BLAS: the device's count held */
 } LeanOp;
 
 static void

@@ -18,7 +18,11 @@ typedef struct {
     int compares;          /* a comparison (`x < y`): numeric operands only, as in Python */
     int swaps;             /* a function `f(x1, x2)`: a scalar first, an array second, is
                               the reflected op over the array (`np.multiply(2.0, x)`) */
+    int product;           /* a matrix product of two arrays: PRODUCT_MATMUL (`x @ y`), or
+                              PRODUCT_DOT (`x.dot(y)`: matmul where y has at most 2 axes) */
 } Operator;
+
+enum { PRODUCT_NONE, PRODUCT_MATMUL, PRODUCT_DOT };
 
 /* Whether an operand's `view` (Py_None: whole) is one the C path reads: `(shape,
  * strides, offset)` with plain int strides (no `ReadAs`), no empty axis, and — for an
@@ -97,6 +101,8 @@ static PyObject *
 operator_lean(Operator *self, PyObject *a, PyObject *b, int reverse)
 {
     int scalar;
+    if (self->product && (b == NULL || !Py_IS_TYPE(b, NArrayType)))
+        Py_RETURN_NONE;   /* a product's operands are arrays */
     if (b == NULL)   /* a one-operand op */
         scalar = 0;
     else if (scalar_operand(b))
@@ -118,6 +124,11 @@ operator_lean(Operator *self, PyObject *a, PyObject *b, int reverse)
     PyObject *other = b == NULL ? NULL : scalar ? b : SLOT(b, ArrayOff[A_SPEC]);
     if (spec == NULL || (b != NULL && other == NULL) || !Py_IS_TYPE(spec, SpecType))
         Py_RETURN_NONE;
+    if (self->product == PRODUCT_DOT) {   /* a deeper y: `dot` sums another axis */
+        PyObject *shape = SLOT(other, SpecOff[P_SHAPE]);
+        if (shape == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > 2)
+            Py_RETURN_NONE;
+    }
     if (self->compares) {   /* `comparison_method`'s own cases: else NumPy's loops decide */
         int numeric = compared(spec, scalar ? b : NULL);
         if (numeric > 0 && binary)
@@ -230,13 +241,17 @@ static PyObject *
 operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *python, *op, *scalar_op, *ufunc;
-    int elides, reverse = 0, unary = 0, in_place = 0, compares = 0, swaps = 0;
+    int elides, reverse = 0, unary = 0, in_place = 0, compares = 0, swaps = 0, product = 0;
     static char *names[] = {"python", "op", "scalar_op", "ufunc", "elides", "reverse",
-                            "unary", "in_place", "compares", "swaps", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOp|ppppp", names, &python, &op,
+                            "unary", "in_place", "compares", "swaps", "product", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOp|pppppi", names, &python, &op,
                                      &scalar_op, &ufunc, &elides, &reverse, &unary,
-                                     &in_place, &compares, &swaps))
+                                     &in_place, &compares, &swaps, &product))
         return NULL;
+    if (product < PRODUCT_NONE || product > PRODUCT_DOT) {
+        PyErr_SetString(PyExc_ValueError, "Operator: product is 0, 1 (matmul) or 2 (dot)");
+        return NULL;
+    }
     Operator *self = (Operator *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
@@ -257,6 +272,7 @@ operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->in_place = in_place;
     self->compares = compares;
     self->swaps = swaps;
+    self->product = product;
     return (PyObject *)self;
 }
 

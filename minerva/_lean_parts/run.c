@@ -3,19 +3,101 @@
 
 /* ---- the lean op, run: one round of the engine lock ------------------------------- */
 
+/* `BLAS.try_hold(device.threads)` (minerva.device.cpu.blas) in C where the count is
+ * process-wide and already the device's, no kernel waits and the guard is free at once:
+ * 1 held, 0 for the Python method to decide, -1 on error. */
+static int
+blas_hold_now(LeanOp *L)
+{
+    Py_ssize_t threads, count, users;
+    int shared = attr_true(Blas, s_process_wide);
+    if (shared <= 0)
+        return shared;
+    if (attr_ssize(L->device, s_threads, &threads) < 0)
+        return -1;
+    PyObject *got = PyObject_CallMethodOneArg(BlasLock, s_acquire, Py_False);
+    if (got == NULL)
+        return -1;
+    int held = PyObject_IsTrue(got), rc = 0;
+    Py_DECREF(got);
+    if (held <= 0)
+        return held;
+    PyObject *value = PyObject_GetAttr(Blas, s__count);
+    count = value == NULL ? -2 : value == Py_None ? -1 : PyLong_AsSsize_t(value);
+    Py_XDECREF(value);
+    if (count == -2 || attr_ssize(Blas, s__users, &users) < 0)
+        rc = -1;
+    else if (count == threads && PyObject_Length(BlasQueue) == 0)
+        rc = attr_add(Blas, s__users, 1) < 0 ? -1 : 1;
+    PyObject *r = PyObject_CallMethodNoArgs(BlasLock, s_release);
+    Py_XDECREF(r);
+    return r == NULL || PyErr_Occurred() ? -1 : rc;
+}
+
+/* The device's BLAS thread count held for a kernel that calls BLAS
+ * (`device.try_hold_blas()`, never waited for): 1 held, 0 not (the Python path), -1. */
+static int
+blas_hold(LeanOp *L)
+{
+    int now = blas_hold_now(L);
+    if (now != 0)
+        return now;
+    PyObject *held = PyObject_CallMethodNoArgs(L->device, s_try_hold_blas);
+    if (held == NULL)
+        return -1;
+    int rc = PyObject_IsTrue(held);
+    Py_DECREF(held);
+    return rc;
+}
+
+/* `BLAS.release()` in C where the count is process-wide and no kernel waits for a turn
+ * (else `device.release_blas()`); 0, or -1 on error. */
+static int
+blas_release(LeanOp *L)
+{
+    int shared = attr_true(Blas, s_process_wide);
+    if (shared <= 0)
+        return shared;
+    PyObject *r = PyObject_CallMethodNoArgs(BlasLock, s_acquire);   /* as `with _cond` */
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    Py_ssize_t users;
+    int rc = attr_ssize(Blas, s__users, &users) < 0 ? -1 : attr_add(Blas, s__users, -1);
+    if (rc == 0 && users == 1 && PyObject_Length(BlasQueue) > 0) {   /* the next in line */
+        r = PyObject_CallMethodNoArgs(BlasCond, s_notify_all);
+        rc = r == NULL ? -1 : 0;
+        Py_XDECREF(r);
+    }
+    Held held;
+    HOLD(held);
+    r = PyObject_CallMethodNoArgs(BlasLock, s_release);
+    if (HELD(held))
+        RESTORE(held);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : rc;
+}
+
+/* Under the lock, its inputs ready: the output's target (the handed-over `block`, a new
+ * reference, consumed), the kernel, the output value inserted; as `lean_locked` returns. */
+static PyObject *lean_body(LeanOp *L, PyObject *block, PyObject *errstate,
+                           PyObject *const *operands, int n_operands);
+
 /* Under the lock: run the op; the output value (new reference), Py_None when it must
  * take the DAG path, NULL on an error of the runtime itself. */
 static PyObject *
 lean_locked(LeanOp *L, PyObject *errstate, PyObject *const *operands, int n_operands,
             PyObject **later)
 {
-    PyObject *block, *target = NULL, *out = NULL;
+    PyObject *block;
     if (lean_reap(L, &block, later) < 0) {
         Py_XDECREF(block);
         return NULL;
     }
     int ready = lean_ready(L);
     int cancelled = ready > 0 ? attr_true(L->device, s_cancelled) : 0;
+    if (ready > 0 && cancelled == 0 && L->blas)
+        ready = blas_hold(L);
     if (ready <= 0 || cancelled != 0) {
         if (block != Py_None) {   /* the Python path takes it from here */
             PyObject *r = PyObject_CallMethodObjArgs(L->store, s_free, block, NULL);
@@ -28,6 +110,24 @@ lean_locked(LeanOp *L, PyObject *errstate, PyObject *const *operands, int n_oper
             return NULL;
         Py_RETURN_NONE;
     }
+    PyObject *out = lean_body(L, block, errstate, operands, n_operands);
+    if (L->blas) {
+        Held held;
+        HOLD(held);
+        int rc = blas_release(L);
+        if (HELD(held))
+            RESTORE(held);
+        if (rc < 0)
+            Py_CLEAR(out);
+    }
+    return out;
+}
+
+static PyObject *
+lean_body(LeanOp *L, PyObject *block, PyObject *errstate, PyObject *const *operands,
+          int n_operands)
+{
+    PyObject *target = NULL, *out = NULL;
     PyObject *taken = NULL, *base = NULL;
     int got;
     if (L->written != NULL) {   /* a write: into the current value's own buffer */

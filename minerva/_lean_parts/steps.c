@@ -38,9 +38,9 @@ lean_prepare(LeanOp *L, PyObject *system)
     int flag = attr_true(L->op, s_tiny_inline);
     if (flag <= 0)
         return flag;
-    flag = attr_true(L->op, s_blas);
-    if (flag != 0)
-        return flag < 0 ? -1 : 0;
+    L->blas = attr_true(L->op, s_blas);
+    if (L->blas < 0)
+        return -1;
     PyObject *hooks = PyObject_GetAttr(L->engine, s_hooks);
     if (hooks == NULL)
         return -1;
@@ -71,6 +71,17 @@ lean_prepare(LeanOp *L, PyObject *system)
     }
     if (limit <= 0 || L->total > limit)
         return 0;
+    PyObject *split = PyObject_GetAttr(L->op, s_row_split);   /* never cut: whole only */
+    if (split == NULL)
+        return -1;
+    Py_DECREF(split);
+    if (split != Py_None) {
+        Py_ssize_t whole;
+        if (attr_ssize(L->device, s_whole_limit, &whole) < 0)
+            return -1;
+        if (L->total > whole)
+            return 0;
+    }
     L->store = PyObject_GetAttr(L->device, s_store);
     L->lock = L->store == NULL ? NULL : PyObject_GetAttr(L->engine, s_lock);
     L->releases = L->lock == NULL ? NULL : PyObject_GetAttr(L->engine, s_releases);

@@ -32,10 +32,6 @@ from minerva.narray import NArray
 
 # ---- adapters: methods whose signature is not the function's -------------------------------
 
-def _matmul(self, other):
-    return products.matmul(self, other)
-
-
 def _rmatmul(self, other):
     return products.matmul(other, self)
 
@@ -122,11 +118,6 @@ def _flatten(self, order="C"):
     return creation.copy(manipulation.ravel(self, order), "C")
 
 
-def _dot(self, b, out=None):
-    """``numpy.dot(self, b)``."""
-    return products.dot(self, b, out=out)
-
-
 def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True, device=None):
     """This array cast to ``dtype`` (on ``device`` when given), laid out in memory order
     ``order``; TypeError with NumPy's words when ``casting`` forbids the cast. ``copy=False``
@@ -183,7 +174,7 @@ METHODS: dict = {
     "__rrshift__": reflected_method("right_shift"),
     "__irshift__": in_place_method("right_shift"),
     "__divmod__": operator_method("divmod"), "__rdivmod__": reflected_method("divmod"),
-    "__matmul__": _matmul, "__rmatmul__": _rmatmul, "__imatmul__": _imatmul,
+    "__matmul__": products.matmul, "__rmatmul__": _rmatmul, "__imatmul__": _imatmul,
     # comparisons and unary operators
     "__eq__": comparison_method("equal"), "__ne__": comparison_method("not_equal"),
     "__lt__": comparison_method("less"), "__le__": comparison_method("less_equal"),
@@ -230,7 +221,7 @@ METHODS: dict = {
     "searchsorted": sorting.searchsorted, "nonzero": indexing.nonzero,
     # picking elements, diagonals, products
     "take": select.take, "put": select.put, "diagonal": select.diagonal,
-    "trace": select.trace, "dot": _dot,
+    "trace": select.trace, "dot": products.dot,
     # ndarray's memory: settable shape and strides, views reading it as another dtype, flat
     "shape": property(NArray.shape.fget, attributes.set_shape, doc=NArray.shape.__doc__),
     "strides": property(NArray.strides.fget, attributes.set_strides,

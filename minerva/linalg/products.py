@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 
+from minerva.api.core import lean
 from minerva.api.core.manipulation import ravel, reshape, swapaxes
 from minerva.builder import build, to_narray
 from minerva.common.errors import DTypeError, ShapeError, ShapeIndexError
@@ -332,6 +333,9 @@ def _chain(arrays, split, i, j, out=None):
     k = split[i, j]
     return dot(_chain(arrays, split, i, k), _chain(arrays, split, k + 1, j), out=out)
 
+
+matmul = lean.product(matmul, _OPS("matmul"))   # in C where it can: ``np.matmul(x, y)``
+dot = lean.product(dot, _OPS("matmul"), dot=True)   # ``np.dot(x, y)``, ``x.dot(y)``
 
 __all__ = ["convolve", "correlate", "cross", "dot", "einsum", "einsum_path", "inner", "kron", "matmul",
            "matrix_transpose", "outer", "tensordot", "vdot", "vecdot"]

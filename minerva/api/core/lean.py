@@ -31,6 +31,7 @@ from minerva.common.callsite import user_callsite
 from minerva.current import Runtime
 from minerva.dag.nodes import COMPLETED, DataNode, Storage, new_node_id
 from minerva.device.base import Device, detach_traceback
+from minerva.device.cpu.blas import BLAS
 from minerva.narray import HOST_READS, NArray
 from minerva.ops import registry
 from minerva.ops.dtypes import NUMERIC_KINDS
@@ -52,6 +53,9 @@ ACTIVE = _lean is not None and fp_errors.EXTOBJ is not None \
     and os.environ.get("MINERVA_ACCEL", "1") != "0"
 """Whether operators take the C lean path."""
 
+
+PRODUCT_MATMUL, PRODUCT_DOT = 1, 2
+"""The C operator's kinds of matrix product (its ``product`` flag)."""
 
 FLOAT_SCALARS = (np.float16, np.float32, np.float64, np.longdouble, np.complex64,
                  np.complex128, np.clongdouble)
@@ -147,6 +151,19 @@ def unary(python, op_def):
     return _lean.Operator(python, op_def, op_def, ufunc, False, unary=True)
 
 
+def product(python, op_def, dot: bool = False):
+    """A matrix product ``python`` over ``op_def`` (``matmul``: ``x @ y``,
+    ``np.matmul(x, y)``; with ``dot``, ``x.dot(y)`` and ``np.dot(x, y)``, which are matmul
+    where ``y`` has at most two axes), with its lean path in C where the accelerator is
+    active: two arrays, the kernel NumPy's ``matmul`` under the device's BLAS thread
+    count, held only when that needs no wait (``Device.try_hold_blas``); else ``python``
+    itself."""
+    if not ACTIVE:
+        return python
+    return _lean.Operator(python, op_def, op_def, np.matmul, False,
+                          product=PRODUCT_DOT if dot else PRODUCT_MATMUL)
+
+
 def element(python):
     """NArray's ``__getitem__`` ``python`` with its read of one element at once in C
     (``x[i]``, ``x[i, j]``: ints alone, one per axis, of a whole computed value) where the
@@ -172,7 +189,7 @@ def configure(elide_bytes: int) -> None:
         package_dir=callsite.PACKAGE_DIR, finished=FINISHED, alloc_tag=ALLOC, free_tag=FREE,
         PooledDataStore=PooledDataStore, round_granule=round_granule, granule=GRANULE,
         device_free=Device.free, element_now=DirectPath.element_now, host_reads=HOST_READS,
-        copied_scalars=COPIED_SCALARS)
+        copied_scalars=COPIED_SCALARS, blas=BLAS, **BLAS.guards())
     if not isinstance(Storage.__dict__["__del__"], _lean.Finalizer):
         Storage.__del__ = _lean.Finalizer(Storage.__del__)
     for name in ("free", "alloc_array"):   # their O(1) paths in C

@@ -106,7 +106,8 @@ class BlasThreads:
     def __init__(self):
         controller, self._setter = _openblas()
         self._local = threading.local()
-        self._cond = threading.Condition(threading.Lock())
+        self._guard = threading.Lock()
+        self._cond = threading.Condition(self._guard)
         self._count = None
         self._users = 0
         self._queue: collections.deque = collections.deque()
@@ -154,6 +155,13 @@ class BlasThreads:
                 self._count = n_threads
             self._users += 1
         return True
+
+    def guards(self) -> dict:
+        """What the C lean path (``minerva.api.core.lean``) needs to run ``try_hold`` and
+        ``release`` without a Python call where the count is process-wide: the condition,
+        its lock and the queue of waiting turns (it reads and writes ``_count`` and
+        ``_users`` under that lock, as these methods do)."""
+        return {"blas_cond": self._cond, "blas_lock": self._guard, "blas_queue": self._queue}
 
     def _wait_turn(self, n_threads: int) -> None:
         """Queue (holding ``_cond``) until first in line and free to run: no kernel holds
