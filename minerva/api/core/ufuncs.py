@@ -28,6 +28,8 @@ from minerva.api.core import comparisons, lean, ufunc_keywords
 from minerva.api.core.powers import fast_power
 from minerva.api.core.ufunc_methods import UfuncMethodError, methods_of
 from minerva.builder import SEAM, build, to_narray
+from minerva.common import fp_errors
+from minerva.common.callsite import user_callsite
 from minerva.narray import NArray
 from minerva.ops import registry
 from minerva.ops.dtypes import NUMERIC_KINDS, is_scalar
@@ -253,13 +255,39 @@ def _binary_function(name: str):
     return function
 
 
+HOST_SCALARS = frozenset((float, complex) + tuple(
+    t for t in set(np.sctypeDict.values()) if issubclass(t, (np.number, np.bool_))))
+"""The scalar types a one-operand function computes at once on the host, as NumPy: a
+Python float or complex, or a NumPy number or bool scalar."""
+
+
+def on_host(ufunc, x, name: str):
+    """``ufunc(x)`` of a host scalar, NumPy's own result, computed now on this thread under
+    the caller's error state; what it meets reported at the user's line, as a direct op's
+    (``fp_errors.caller_state``)."""
+    errstate = fp_errors.caller_state()
+    if errstate.quiet:
+        return ufunc(x)
+    token = fp_errors.DIRECT.set(errstate.direct)
+    try:
+        result = ufunc(x)
+    finally:
+        fp_errors.DIRECT.reset(token)
+    if fp_errors.DIRECT_RECORDS:
+        fp_errors.report(errstate, fp_errors.take_direct_records(), name, user_callsite())
+    return result
+
+
 def _unary_function(name: str):
     op = _OPS[name]
+    host = getattr(np, name) if getattr(op.impl, "kernel_name", None) == name else None
 
     def function(x, /, out=None, **kwargs):
-        if out is None and not kwargs and type(x) is NArray \
-                and not x._storage.engine.closed:   # the common call
-            return build(op, [x])
+        if out is None and not kwargs:
+            if type(x) is NArray and not x._storage.engine.closed:   # the common call
+                return build(op, [x])
+            if host is not None and type(x) in HOST_SCALARS:   # NumPy's scalar, now
+                return on_host(host, x, name)
         if kwargs and not ufunc_keywords.plain(kwargs):
             return ufunc_keywords.call(name, (x,), _every_output(name, out), kwargs)
         return unary_op(name, to_narray(x, name), _outputs(name, out))
