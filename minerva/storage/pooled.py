@@ -15,9 +15,10 @@ or free (cached in the free index of its stream); :mod:`minerva.storage.arena` k
 
 Fast path: a freed block first waits, unmerged, on a stack of *recent* blocks of its stream
 and size; a request of that exact size takes the newest one back in O(1) (steady-state loops
-allocate the same sizes over and over). Every other decision — best fit, split, merge,
-release, the limit — first returns the recent blocks to the arena, so it sees the pool as if
-they had been merged at once. A recycled Block object is handed out again with ``nbytes``
+allocate the same sizes over and over). A request of another size takes the best fit of
+the arena as it is; only when nothing there fits — and before a new chunk, a release or the
+limit — are the recent blocks returned to the arena, merged, so no chunk is made while they
+could serve the request. A recycled Block object is handed out again with ``nbytes``
 set to the new request; otherwise a Block handed out is never changed by the store (free
 segments are separate objects); a freed Block must not be freed again (ValueError).
 """
@@ -245,9 +246,11 @@ class PooledDataStore(DataStore):
         """One try: the stream's cache, else a new chunk within the limit. ``(block,
         in_use)`` or None; a MemoryError from the allocator is appended to ``errors``."""
         with self._lock:
-            if self._caches:
-                self._flush_recent()
+            if self._caches:   # the merged free space first, as ``alloc``; then the recent
                 block = self._arena.take(size, nbytes, stream)
+                if block is None and self._recent_bytes:
+                    self._flush_recent()
+                    block = self._arena.take(size, nbytes, stream)
                 if block is not None:
                     self._n_hits += 1
                     return block, self._record_alloc(block)
