@@ -105,11 +105,12 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             take(kwargs, "copied_scalars", &CopiedScalars) < 0 ||
             take(kwargs, "blas", &Blas) < 0 || take(kwargs, "blas_cond", &BlasCond) < 0 ||
             take(kwargs, "blas_lock", &BlasLock) < 0 ||
-            take(kwargs, "blas_queue", &BlasQueue) < 0)
+            take(kwargs, "blas_queue", &BlasQueue) < 0 ||
+            take(kwargs, "scalar_result_ops", &ScalarResultOps) < 0)
         goto fail;
     if (!PyContextVar_CheckExact(ExtObj) || !PyDict_Check(Decoded) ||
             !PyList_Check(DirectRecords) || !PyUnicode_Check(PackageDir) ||
-            !PyTuple_Check(FloatScalars)) {
+            !PyTuple_Check(FloatScalars) || !PyAnySet_Check(ScalarResultOps)) {
         PyErr_SetString(PyExc_TypeError, "configure: extobj, decoded, direct_records or package_dir");
         goto fail;
     }

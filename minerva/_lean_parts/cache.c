@@ -57,8 +57,8 @@ numeric_spec(PyObject *spec)
 /* The output spec of `op` over `spec` and `other` (a second spec, a Python scalar, on
  * the left when `reverse`, or NULL for a one-operand op);
  * new reference, NULL without an error set when the op must take the Python path (the
- * shape rule raises there, at the user's line), or an output that is not one numeric,
- * non-0-d array. */
+ * shape rule raises there, at the user's line), or an output that is not one numeric
+ * array. */
 static PyObject *
 out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar, int reverse)
 {
@@ -91,7 +91,7 @@ out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar, int reverse)
     if (!Py_IS_TYPE(out, SpecType))
         goto python_path;
     PyObject *shape = SLOT(out, SpecOff[P_SHAPE]);
-    if (shape == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) == 0)
+    if (shape == NULL || !PyTuple_Check(shape))
         goto python_path;
     int numeric = numeric_spec(out);
     if (numeric <= 0)

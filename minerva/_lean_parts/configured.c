@@ -23,6 +23,7 @@ static PyObject *Zero, *One, *CompletedObj, *KwOut;
 static PyObject *PackageDir;       /* callsite.PACKAGE_DIR: a frame inside is not the user's */
 static PyObject *Blas;             /* minerva.device.cpu.blas.BLAS, the process's count */
 static PyObject *BlasCond, *BlasLock, *BlasQueue;   /* its `_cond`, `_cond`'s lock, `_queue` */
+static PyObject *ScalarResultOps;  /* builder.SCALAR_RESULT_OPS: 0-d results are scalars */
 static PyObject *FinishedTag;      /* recorder.FINISHED, the first field of an op's record */
 
 /* slot offsets, read off the classes' member descriptors */

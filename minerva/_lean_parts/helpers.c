@@ -127,13 +127,13 @@ settled_value(PyObject *dag, PyObject *spec, PyObject *device_id)
 
 /* A new handle of `storage`, whole, of `spec` (as `NArray(storage, None, spec)`). */
 static PyObject *
-new_handle(PyObject *storage, PyObject *spec)
+new_handle(PyObject *storage, PyObject *spec, int numpy_scalar)
 {
     PyObject *x = NArrayType->tp_alloc(NArrayType, 0);
     if (x == NULL)
         return NULL;
-    PyObject *values[A_N] = {storage, Py_None, spec, Py_None, Py_False, Py_True, Py_False,
-                             Py_None};
+    PyObject *values[A_N] = {storage, Py_None, spec, Py_None, Py_False, Py_True,
+                             numpy_scalar ? Py_True : Py_False, Py_None};
     for (int i = 0; i < A_N; i++)
         set_slot(x, ArrayOff[i], values[i]);
     return x;

@@ -242,7 +242,14 @@ lean_run(LeanOp *L, PyObject *const *operands, int n_operands)
     Py_DECREF(out);
     if (storage == NULL)
         return NULL;
-    PyObject *handle = new_handle(storage, L->spec);
+    /* a 0-d result of an op NumPy answers with a scalar is marked one (`build`) */
+    int numpy_scalar = PyTuple_GET_SIZE(SLOT(L->spec, SpecOff[P_SHAPE])) == 0 ?
+        PySet_Contains(ScalarResultOps, L->name) : 0;
+    if (numpy_scalar < 0) {
+        Py_DECREF(storage);
+        return NULL;
+    }
+    PyObject *handle = new_handle(storage, L->spec, numpy_scalar);
     Py_DECREF(storage);
     return handle;
 }

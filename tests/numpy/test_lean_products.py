@@ -166,3 +166,39 @@ def test_a_host_scalars_floating_point_error_is_reported_at_the_users_line():
     with numpy.errstate(divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("error")
         assert mv.log(0.0) == -numpy.inf
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "complex128"])
+def test_scalar_results_chain_as_numpys_scalars(dtype):
+    """0-d results of ufuncs and products (on the C path where it is built) are marked as
+    NumPy's scalars, as ``build`` marks them: repr, type rules and bits of NumPy's."""
+    a = (numpy.arange(1, 5) * 1.5).astype(dtype)
+    b = a[::-1].copy()
+    s, t = mv.array(a) @ mv.array(b), a @ b
+    u, w = mv.array(a[0]), a[0]   # a 0-d array: ufuncs of it give scalars too
+    steps = [lambda v: v * 2.0, lambda v: 1.0 - v, lambda v: -v, lambda v: v + v,
+             lambda v: abs(v), lambda v: v * numpy.float32(0.5), lambda v: v < 3.0]
+    for step in steps:
+        for got, want in ((step(s), step(t)), (step(u), step(w))):
+            assert repr(got) == repr(want)
+            assert numpy.asarray(got).tobytes() == numpy.asarray(want).tobytes()
+            assert hash(got) == hash(want)
+
+
+@pytest.mark.skipif(not lean.ACTIVE, reason="the C accelerator is not built")
+def test_a_scalar_chain_makes_no_python_call_per_op():
+    s = mv.ones(4) @ mv.ones(4)
+
+    def chain():
+        v = s
+        for _ in range(200):
+            v = 1.0 - (v * 0.5) * (v * 0.5)
+        return v
+    chain()
+    calls = python_calls(chain)
+    assert "build" not in calls and "run_lean" not in calls and "method" not in calls
+    want = numpy.float64(4.0)
+    for _ in range(200):
+        want = 1.0 - (want * 0.5) * (want * 0.5)
+    got = chain()
+    assert repr(got) == repr(want) and float(got) == float(want)

@@ -25,7 +25,7 @@ import os
 import numpy as np
 
 from minerva.api.core.indexing import COPIED_SCALARS
-from minerva.builder import SEAM
+from minerva.builder import SCALAR_RESULT_OPS, SEAM
 from minerva.common import callsite, fp_errors
 from minerva.common.callsite import user_callsite
 from minerva.current import Runtime
@@ -189,7 +189,8 @@ def configure(elide_bytes: int) -> None:
         package_dir=callsite.PACKAGE_DIR, finished=FINISHED, alloc_tag=ALLOC, free_tag=FREE,
         PooledDataStore=PooledDataStore, round_granule=round_granule, granule=GRANULE,
         device_free=Device.free, element_now=DirectPath.element_now, host_reads=HOST_READS,
-        copied_scalars=COPIED_SCALARS, blas=BLAS, **BLAS.guards())
+        copied_scalars=COPIED_SCALARS, blas=BLAS, scalar_result_ops=SCALAR_RESULT_OPS,
+        **BLAS.guards())
     if not isinstance(Storage.__dict__["__del__"], _lean.Finalizer):
         Storage.__del__ = _lean.Finalizer(Storage.__del__)
     for name in ("free", "alloc_array"):   # their O(1) paths in C
