@@ -19,7 +19,7 @@ static PyObject *FloatScalars;     /* NumPy's float and complex scalar types (a 
 static PyObject *NdarrayType;      /* numpy.ndarray, which views a buffer */
 static long Completed;             /* the COMPLETED state */
 static Py_ssize_t AheadBytes, ElideBytes;
-static PyObject *Zero, *One, *CompletedObj, *KwOut;
+static PyObject *Zero, *One, *CompletedObj, *KwOut, *KwReduce;
 static PyObject *PackageDir;       /* callsite.PACKAGE_DIR: a frame inside is not the user's */
 static PyObject *Blas;             /* minerva.device.cpu.blas.BLAS, the process's count */
 static PyObject *BlasCond, *BlasLock, *BlasQueue;   /* its `_cond`, `_cond`'s lock, `_queue` */

@@ -19,6 +19,9 @@ typedef struct {
     PyObject *views[2], *specs[2];         /* the inputs' views (NULL: whole), specs: borrowed */
     PyObject *viewed[2];                   /* the arrays seen through the views (new) */
     int blas;                              /* the kernel calls BLAS: the device's count held */
+    PyObject *kw[2];                       /* keyword arguments before `out` (borrowed) */
+    PyObject *kwnames;                     /* their names and "out"; NULL: `out` alone */
+    int n_kw;
 } LeanOp;
 
 static void
@@ -29,16 +32,18 @@ lean_clear(LeanOp *L)
     Py_CLEAR(L->exc); Py_CLEAR(L->viewed[0]); Py_CLEAR(L->viewed[1]);
 }
 
-/* The ufunc into `target`, under the caller's error state (`run_kernel`); 0, or -1 with
- * the kernel's exception set. */
+/* The ufunc into `target` (its keywords `L->kw` before `out`), under the caller's error
+ * state (`run_kernel`); 0, or -1 with the kernel's exception set. */
 static int
 run_kernel(LeanOp *L, PyObject *errstate, PyObject *target, PyObject *const *operands,
            int n_operands)
 {
-    PyObject *args[4];
+    PyObject *args[6];
     for (int i = 0; i < n_operands; i++)
         args[i] = operands[i];
-    args[n_operands] = target;
+    for (int i = 0; i < L->n_kw; i++)
+        args[n_operands + i] = L->kw[i];
+    args[n_operands + L->n_kw] = target;
     PyObject *direct = NULL, *token = NULL;
     int quiet = attr_true(errstate, s_quiet);
     if (quiet < 0)
@@ -52,7 +57,8 @@ run_kernel(LeanOp *L, PyObject *errstate, PyObject *target, PyObject *const *ope
         if (token == NULL)
             return -1;
     }
-    PyObject *result = PyObject_Vectorcall(L->ufunc, args, n_operands, KwOut);
+    PyObject *result = PyObject_Vectorcall(L->ufunc, args, n_operands,
+                                           L->kwnames != NULL ? L->kwnames : KwOut);
     if (token != NULL) {
         Held held;
         HOLD(held);

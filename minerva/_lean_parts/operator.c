@@ -96,6 +96,27 @@ compared(PyObject *spec, PyObject *scalar)
     return numeric;
 }
 
+/* The running system (`*system`, a new reference) when nothing listens at the
+ * op-building seam: 1; 0 when the op must take the Python path (no system yet, or a
+ * listener), -1 on error. */
+static int
+quiet_seam(PyObject **system)
+{
+    *system = PyObject_GetAttr(Runtime, s_system);
+    if (*system == NULL)
+        return -1;
+    PyObject *hooks = *system == Py_None ? NULL : PyObject_GetAttr(Seam, s_hooks);
+    int listened = hooks == NULL ? 1 : PyObject_IsTrue(hooks);
+    Py_XDECREF(hooks);
+    if (listened == 0)
+        return 1;
+    Py_CLEAR(*system);
+    if (listened < 0 && hooks != NULL)
+        return -1;
+    PyErr_Clear();
+    return 0;
+}
+
 /* `a <op> b` on the lean path: a new handle, Py_None for the Python path, NULL on error. */
 static PyObject *
 operator_lean(Operator *self, PyObject *a, PyObject *b, int reverse)
@@ -139,19 +160,10 @@ operator_lean(Operator *self, PyObject *a, PyObject *b, int reverse)
     if (self->elides && (spec_nbytes(spec) >= ElideBytes ||
                          (binary && spec_nbytes(other) >= ElideBytes)))
         Py_RETURN_NONE;   /* a temporary may be elided: Python's `_dying` decides */
-    PyObject *system = PyObject_GetAttr(Runtime, s_system);
-    if (system == NULL)
-        return NULL;
-    PyObject *hooks = system == Py_None ? NULL : PyObject_GetAttr(Seam, s_hooks);
-    int listened = hooks == NULL ? 1 : PyObject_IsTrue(hooks);
-    Py_XDECREF(hooks);
-    if (listened != 0) {
-        Py_DECREF(system);
-        if (listened < 0 && hooks != NULL)
-            return NULL;
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
+    PyObject *system;
+    int quiet = quiet_seam(&system);
+    if (quiet <= 0)
+        return quiet < 0 ? NULL : Py_NewRef(Py_None);
     PyObject *op = scalar ? self->scalar_op : self->op;
     PyObject *result = Py_None;
     LeanOp L = {0};

@@ -75,6 +75,14 @@ _UFUNC_OF = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.mi
 (``numpy.sum`` is ``add.reduce`` after two wrapper calls): on NumPy, called directly."""
 
 
+def numpy_kernel(name: str):
+    """What reduction ``name``'s kernel calls on a CPU device, as ``kernel(x, axis=axis,
+    keepdims=keepdims, out=out)`` when the op has no ``dtype``: the ufunc's ``reduce``
+    for ``sum prod max min``, else NumPy's function (for the C lean path)."""
+    ufunc = _UFUNC_OF.get(name)
+    return getattr(np, name) if ufunc is None else ufunc.reduce
+
+
 def _reduce_impl(name):
     ufunc = _UFUNC_OF.get(name)
 

@@ -37,9 +37,11 @@ for _ in range(6):
 x += 1.0                                     # a write in place: the next version
 kept = [x * float(i) for i in range(5)]      # fresh outputs: the store's fast path
 y = kept[0] - kept[4]
+m = mv.ones((3, 4)) @ mv.ones(4)             # a product, its BLAS count held
+s = m.sum() + m.max(axis=0, keepdims=True)   # reductions, a scalar result
 with numpy.errstate(divide="raise"):
     bad = mv.ones(3, dtype="int64") // 0     # a kernel that raises
-del kept, bad
+del kept, bad, m, s
 try:
     mv.wait_for_all()
 except Exception as failure:                 # the failed op's error, raised once

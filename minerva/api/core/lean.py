@@ -33,7 +33,7 @@ from minerva.dag.nodes import COMPLETED, DataNode, Storage, new_node_id
 from minerva.device.base import Device, detach_traceback
 from minerva.device.cpu.blas import BLAS
 from minerva.narray import HOST_READS, NArray
-from minerva.ops import registry
+from minerva.ops import reductions, registry
 from minerva.ops.dtypes import NUMERIC_KINDS
 from minerva.ops.registry import ArraySpec
 from minerva.scheduler import state
@@ -162,6 +162,16 @@ def product(python, op_def, dot: bool = False):
         return python
     return _lean.Operator(python, op_def, op_def, np.matmul, False,
                           product=PRODUCT_DOT if dot else PRODUCT_MATMUL)
+
+
+def reduction(python, name: str):
+    """Reduction ``python`` (``sum``, ``mean`` ...; ``x.sum()``, ``np.mean(x, axis=0)``,
+    ``x.max(1, keepdims=True)``: an NArray, an int axis or None, ``keepdims`` a bool, no
+    other argument) with its lean path in C where the accelerator is active; else
+    ``python`` itself."""
+    if not ACTIVE:
+        return python
+    return _lean.Reduction(python, registry.get(name), reductions.numpy_kernel(name))
 
 
 def element(python):

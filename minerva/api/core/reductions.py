@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from minerva.api.core import lean
 from minerva.api.core.arguments import int_axis
 from minerva.api.core.manipulation import broadcast_to, concatenate
 from minerva.builder import build, to_narray
@@ -236,6 +237,12 @@ def _edge(value, x: NArray, axis: int):
         return broadcast_to(value, shape)
     return value
 
+
+sum, prod, mean = (lean.reduction(sum, "sum"), lean.reduction(prod, "prod"),   # in C
+                   lean.reduction(mean, "mean"))                             # where they can
+max, min = lean.reduction(max, "max"), lean.reduction(min, "min")
+any, all = lean.reduction(any, "any"), lean.reduction(all, "all")
+amax, amin = max, min
 
 __all__ = ["all", "amax", "amin", "any", "argmax", "argmin", "cumprod", "cumsum",
            "cumulative_prod", "cumulative_sum", "diff", "max", "mean", "min", "prod", "sum"]
