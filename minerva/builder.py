@@ -353,7 +353,16 @@ def host_array(value, what: str = "operand", dtype=None) -> np.ndarray:
 
 
 def upload(data: np.ndarray) -> NArray:
-    """A copy of host array ``data`` on the current device (the copy is taken now)."""
+    """A copy of host array ``data`` on the current device (the copy is taken now: into
+    the new value's buffer at once on the engine's ``run_new`` where nothing records at
+    the seam and the data are numbers, else into the op's attribute)."""
+    if not SEAM.hooks and data.dtype.kind in NUMERIC_KINDS:
+        system = Runtime.system or get_system()
+        spec = ArraySpec(data.shape, data.dtype)
+        storage = system.engine.run_new(FROM_HOST, {"data": data}, (), spec,
+                                        system.current_device())
+        if storage is not None:
+            return NArray(storage, None, spec)
     return build(FROM_HOST, [], {"data": np.array(data, order="C", copy=True)})
 
 

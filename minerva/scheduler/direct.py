@@ -30,8 +30,11 @@ a computed value the same way (``x[i]``).
 """
 from __future__ import annotations
 
+import copy
 import math
 import time
+
+import numpy as np
 
 from minerva.common import fp_errors
 from minerva.common.callsite import format_callsite, user_callsite
@@ -46,6 +49,23 @@ AHEAD_BYTES = 64 << 10
 ``inline_limit``) is made on the calling thread only while no op is in flight: else the
 program runs ahead of its devices, and a buffer made now — an upload in a loop, say —
 would be held from now on rather than from when the ops before it have run."""
+
+
+_HOST_VARIANTS: dict = {}
+"""Each op's ``host_variant``, made once (``DirectPath.run_host``)."""
+
+
+def host_variant(op_def):
+    """A twin of ``op_def`` (the same name, shape rule and flags, not registered) whose
+    kernel takes attribute ``host``, a tuple of NumPy arrays, as its last array operands:
+    ``op_def``'s kernel over a CPU device's inputs followed by those arrays."""
+    impl = op_def.impl
+
+    def with_host(xp, *arrays, out, host, **attrs):
+        return impl(xp, *arrays, *host, out=out, **attrs)
+    variant = copy.copy(op_def)
+    variant.impl, variant.bind = with_host, None
+    return variant
 
 
 def is_tiny(storages, spec, out_view, limit: int, views=None) -> bool:
@@ -243,6 +263,99 @@ class DirectPath:
             fp_errors.report(errstate, fp_errors.take_direct_records(), op_def.name,
                              user_callsite())
         return Storage(out, self) if written is None else written
+
+    def run_new(self, op_def, attrs, storages, spec, device_id: int):
+        """The lean path of an op whose kernel can neither fail nor meet a floating-point
+        error (``from_host`` of data of its output's dtype, ``fill`` of a value of it or of
+        0 or 1, ``empty``, ``copy`` of a whole value), with a fresh output on CPU device
+        ``device_id``, reading whole values ``storages``, while nothing listens to the
+        engine (a trace or a node follower: ``run_lean`` or the DAG path serve them):
+        ``run_lean`` without what such an op does not need (the caller's error state,
+        BLAS threads, views, the kernel's failure). Returns the output's storage, or None
+        when the op must take another path (nothing done then)."""
+        device = self.devices.table[device_id]
+        nbytes = spec.nbytes
+        limit = device.inline_limit
+        if not limit or self.hooks.active or self.hooks.wants_nodes \
+                or not op_def.tiny_inline or device.cancelled is not None:
+            return None
+        total = nbytes
+        for storage in storages:
+            total += storage.current.spec.nbytes
+        if total > limit:
+            return None
+        store = device.store
+        out = None
+        with self._lock:
+            block, later = self._reap_locked(device_id, nbytes if store.recycles else -1) \
+                if self._releases else (None, None)
+            ready = not self.closed and self.n_inflight < self.max_pending and (
+                total <= AHEAD_BYTES or not self.n_inflight)
+            arrays = []
+            for storage in storages:
+                data = storage.current
+                if data.state != COMPLETED or data.writer is not None \
+                        or data.device_id != device_id or storage.engine is not self:
+                    ready = False
+                    break
+                arrays.append(data.array)
+            if not ready:
+                if block is not None:
+                    store.free(block)
+            else:
+                out = self._new_locked(op_def, attrs, arrays, spec, device, block)
+        if later:
+            self._free_blocks(later)
+        return None if out is None else Storage(out, self)
+
+    def _new_locked(self, op_def, attrs, arrays, spec, device, block):
+        """``run_new``'s output under the lock: ``block`` (handed over, or None: one taken
+        without the ladder) filled by the kernel, inserted computed; None when no block is
+        to be had or the kernel raised (given back: the general path runs the op)."""
+        store = device.store
+        if block is not None:
+            store.n_recycled += 1
+            target = block.view if block.view_key == (spec.shape, spec.dtype) \
+                else store.array(block, spec.shape, spec.dtype)
+        else:
+            block, target = store.alloc_array(spec.nbytes, spec.shape, spec.dtype, False)
+            if target is None:
+                return None
+        try:
+            op_def.impl(device.xp, *arrays, out=target, **attrs)
+        except Exception:   # not for such an op: the general path raises or stores it
+            store.free(block)
+            return None
+        out = state.settled_value(self.dag, spec, device.device_id, False)
+        block.label, out.block, out.array = out, block, target
+        return out
+
+    def run_host(self, op_def, attrs, storages, host, spec, device_id: int, views=None,
+                 written=None, out_view=None):
+        """``run_lean`` of an op whose last array operands are the NumPy arrays ``host``
+        (``x[idx]``, ``x[idx] = v`` with host index arrays), read as they are by a CPU
+        device (NumPy's), so they need no upload: ``storages`` (through ``views``) are
+        the inputs before them; the output is fresh, or the next version of ``written``
+        (through ``out_view``). Only while no trace records (it shows the uploads, as the
+        general path makes them). Returns the output's storage, or None when the op must
+        take another path (nothing done then)."""
+        device = self.devices.table[device_id]
+        if device.xp is not np or self.hooks.active:
+            return None
+        total = input_bytes(storages, views) + spec.nbytes if out_view is None else \
+            input_bytes(storages, views) + math.prod(out_view[0]) * spec.dtype.itemsize
+        for array in host:
+            total += array.nbytes
+        limit = device.inline_limit
+        if not limit or total > limit or (total > device.whole_limit and op_def.row_split):
+            return None
+        variant = _HOST_VARIANTS.get(op_def)
+        if variant is None:
+            variant = _HOST_VARIANTS[op_def] = host_variant(op_def)
+        if not variant.tiny_inline or self.hooks.wants_nodes:
+            return None
+        return self.run_lean(variant, dict(attrs, host=host), storages, spec, device,
+                             views, total, written, out_view)
 
     def _announce_lean(self, op_def, out, device, started: int, inputs, exc) -> None:
         """While a trace records: the lean op that ran from ``started`` on ``inputs`` (its

@@ -10,13 +10,14 @@ import operator
 import numpy as np
 
 from minerva.api.core.indexing import setitem
-from minerva.api.core.layout import (check_order, copy_in, fill_axes, laid_out_as,
-                                     memory_order, upload_in)
+from minerva.api.core.layout import (check_order, copy_in, fill_axes, fresh_now,
+                                     laid_out_as, memory_order, upload_in)
 from minerva.api.core.manipulation import in_memory_order, reshape
 from minerva.builder import build, default_dtype, host_array, placed, to_narray
 from minerva.common.errors import ShapeError
 from minerva.narray import NArray
 from minerva.ops import registry
+from minerva.ops.registry import ArraySpec
 from minerva.ops.dtypes import NUMERIC_KINDS, supported_dtype
 
 _FILL, _EMPTY = registry.get("fill"), registry.get("empty")
@@ -53,6 +54,8 @@ def zero_of(dtype: np.dtype):
 def check_shape(shape) -> tuple:
     """``shape`` (an int or a sequence of ints >= 0) as a tuple; ShapeError for shapes
     NumPy refuses (negative, more than 64 dimensions, too many elements)."""
+    if type(shape) is int and 0 <= shape < 1 << 59:   # the common case: one axis
+        return (shape,)
     try:
         dims = (operator.index(shape),) if not isinstance(shape, (tuple, list)) \
             else tuple(operator.index(n) for n in shape)
@@ -76,7 +79,7 @@ def full(shape, fill_value, dtype=None, order="C", *, like=None) -> NArray:
     """An array of ``shape`` filled with ``fill_value`` (a scalar, or an array broadcast to
     ``shape``); the dtype is ``fill_value``'s unless given, as NumPy's ``full``."""
     shape = check_shape(shape)
-    axes = fill_axes(shape, order, like)
+    axes = None if order == "C" and like is None else fill_axes(shape, order, like)
     if isinstance(fill_value, NArray) or np.ndim(fill_value) > 0:
         value = to_narray(fill_value, "full")
         result = empty(shape, value.dtype if dtype is None else dtype, order)
@@ -91,7 +94,7 @@ def zeros(shape, dtype=None, order="C", *, like=None) -> NArray:
     """An array of zeros (``float64`` unless ``dtype`` is given), in memory order
     ``order`` (``'C'`` or ``'F'``)."""
     shape = check_shape(shape)
-    axes = fill_axes(shape, order, like)
+    axes = None if order == "C" and like is None else fill_axes(shape, order, like)
     dtype = check_dtype(dtype)
     return _filled(shape, dtype, zero_of(dtype), axes)
 
@@ -101,7 +104,7 @@ def ones(shape, dtype=None, order="C", *, like=None) -> NArray:
     """An array of ones (``float64`` unless ``dtype`` is given), in memory order
     ``order`` (``'C'`` or ``'F'``)."""
     shape = check_shape(shape)
-    axes = fill_axes(shape, order, like)
+    axes = None if order == "C" and like is None else fill_axes(shape, order, like)
     return _filled(shape, check_dtype(dtype), 1, axes)
 
 
@@ -110,18 +113,34 @@ def empty(shape, dtype=None, order="C", *, like=None) -> NArray:
     """An array whose values are not set (``float64`` unless ``dtype`` is given), in
     memory order ``order`` (``'C'`` or ``'F'``)."""
     shape = check_shape(shape)
-    axes = fill_axes(shape, order, like)
+    axes = None if order == "C" and like is None else fill_axes(shape, order, like)
     return _filled(shape, check_dtype(dtype), None, axes)
 
 
 def _filled(shape: tuple, dtype, value, axes) -> NArray:
     """A new array of ``shape`` holding ``value`` (None: unset) laid out with ``axes``
     outermost first in memory (None: C order)."""
-    attrs = {"shape": shape if axes is None else tuple(shape[a] for a in axes),
-             "dtype": dtype}
+    if axes is None:
+        attrs = {"shape": shape, "dtype": dtype}
+        op_def = _EMPTY if value is None else _FILL
+        if value is not None:
+            attrs["value"] = value
+        if _exact(value, dtype):   # at once, where it can be
+            result = fresh_now(op_def, attrs, (), ArraySpec(shape, dtype))
+            if result is not None:
+                return result
+        return build(op_def, [], attrs)
+    attrs = {"shape": tuple(shape[a] for a in axes), "dtype": dtype}
     result = build(_EMPTY, [], attrs) if value is None else build(
         _FILL, [], dict(attrs, value=value))
-    return result if axes is None else in_memory_order(result, axes)
+    return in_memory_order(result, axes)
+
+
+def _exact(value, dtype) -> bool:
+    """Whether filling an array of ``dtype`` with ``value`` (None: not at all) meets no
+    floating-point error and cannot fail: 0 or 1, or a NumPy scalar of that dtype."""
+    return value is None or (type(value) is int and (value == 0 or value == 1)) or (
+        getattr(value, "dtype", None) == dtype)
 
 
 def _like(name, x, dtype, order, shape):
@@ -195,6 +214,8 @@ def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0) -> NArray
         result = _from_narray(_stack_nested(obj, dtype), None, None, order)
     else:
         result = upload_in(host_array(obj, "array", dtype), order)
+    if type(ndmin) is int and not ndmin:   # the default
+        return result
     return _at_least(result, operator.index(ndmin))
 
 
@@ -232,9 +253,23 @@ def asarray(a, dtype=None, order=None, *, copy=None, like=None) -> NArray:
 from_numpy = array
 
 
+NOT_NARRAYS = frozenset({int, float, complex, bool, str, bytes, np.float64, np.float32,
+                         np.int64, np.int32, np.bool_, np.complex128, type(None)})
+"""Types of list items that are neither NArrays nor lists to look into."""
+
+
 def _holds_narrays(obj) -> bool:
-    return any(isinstance(x, NArray) or (isinstance(x, (list, tuple)) and _holds_narrays(x))
-               for x in obj)
+    """Whether ``obj`` (a list or tuple) holds an NArray, in it or in lists in it."""
+    todo = [obj]
+    while todo:
+        for x in todo.pop():
+            if type(x) in NOT_NARRAYS:
+                continue
+            if isinstance(x, NArray):
+                return True
+            if isinstance(x, (list, tuple)):
+                todo.append(x)
+    return False
 
 
 def _stack_nested(obj, dtype) -> NArray:

@@ -12,8 +12,11 @@ mask selects the elements of its ``nonzero()`` (a 0-d one adds an axis of length
 as NumPy's; ``minerva.ops.scalar_masks``); reading through a mask that is an NArray
 waits for the mask's values, since the result's shape depends on them (writing a scalar
 through it does not wait). Host index arrays are checked against the array's bounds at
-once; NArray indices when the op runs. ``nonzero`` gives the integer arrays of a mask;
-``take_axis`` gathers along one axis, ``device_indices`` checks NArray index values.
+once; NArray indices when the op runs. Where every index array is a host one and nothing
+records at the seam, the op's kernel reads them as they are, not uploaded, when it runs at
+once on a CPU device (``_take_now``, ``_put_now``: ``Engine.run_host``). ``nonzero``
+gives the integer arrays of a mask; ``take_axis`` gathers along one axis,
+``device_indices`` checks NArray index values.
 """
 from __future__ import annotations
 
@@ -26,8 +29,11 @@ from minerva.api.core.scalars import numpy_scalar
 from minerva.builder import COPY, SEAM, build, note_write, same_buffer, to_narray, upload
 from minerva.common.errors import (DTypeError, IntegerOverflowError, ShapeError,
                                    ShapeIndexError)
+from minerva.current import Runtime, get_system
 from minerva.narray import HOST_READS, NArray
 from minerva.ops import registry, scalar_masks, views
+from minerva.ops.dtypes import NUMERIC_KINDS
+from minerva.ops.registry import ArraySpec
 from minerva.ops.elementwise import ARRAY, fits
 from minerva.ops.indexing import PUT, SCATTER_ADD, TAKE, check_index_array
 
@@ -53,7 +59,8 @@ def getitem(x: NArray, key):
         if element is not None:
             return element
     items = key if type(key) is tuple else (key,)
-    basic = views.basic_index(explicit_view(x), items)
+    basic = None if type(key) in ADVANCED_KEYS else views.basic_index(explicit_view(x),
+                                                                     items)
     if basic is not None:
         view, scalar = basic
         if scalar and at_once:
@@ -65,10 +72,86 @@ def getitem(x: NArray, key):
             return numpy_scalar(build(COPY, [result]))
         return result
     layout, arrays = _advanced(x, items)
-    result = build(TAKE, [x] + arrays, {"layout": layout})
+    result = _take_now(x, layout, arrays)
+    if result is None:
+        result = build(TAKE, [x] + _uploaded(arrays), {"layout": layout})
     if not result.ndim and all(item is not Ellipsis for item in items):
         numpy_scalar(result)  # picked by integers and 0-d integer arrays alone
     return result
+
+
+ADVANCED_KEYS = (list, np.ndarray)
+"""Types of a key that is an advanced index whatever it holds (NumPy's rules)."""
+
+FRONT = (ARRAY,)
+"""The layout of ``x[idx]``: one index array, on the first axis."""
+
+
+def _take_now(x: NArray, layout: tuple, arrays: list):
+    """``x[index]`` gathered at once where every index array is a host one (its NumPy
+    array, not uploaded: the engine's ``run_host``) and nothing records at the seam;
+    None where it takes ``build``'s way (nothing done)."""
+    if SEAM.hooks or not _all_host(arrays):
+        return None
+    attrs = {"layout": layout}
+    shape = x._spec.shape
+    if layout == FRONT and shape:   # x[idx]: the index's shape, then x's other axes
+        spec = ArraySpec(arrays[0].shape + shape[1:], x._spec.dtype)
+    else:
+        spec = _inferred(TAKE, [x._spec] + [ArraySpec(a.shape, a.dtype) for a in arrays],
+                         attrs)
+    if spec.dtype.kind not in NUMERIC_KINDS:
+        return None
+    system = Runtime.system or get_system()
+    storage = system.engine.run_host(TAKE, attrs, [x._storage], tuple(arrays), spec,
+                                     system.current_device(),
+                                     None if x._view is None else [x._view])
+    return None if storage is None else NArray(storage, None, spec)
+
+
+def _put_now(x: NArray, inputs: list, arrays: list, attrs: dict) -> bool:
+    """``x[index] = value`` written at once where every index array is a host one (as
+    ``_take_now``), ``inputs`` (the value, or none for a scalar) does not read ``x``'s
+    buffer, and nothing records at the seam; whether it was (else nothing done)."""
+    written = x._storage
+    if SEAM.hooks or not _all_host(arrays):
+        return False
+    for value in inputs:
+        if value._storage is written:   # the general path copies it first
+            return False
+    if inputs or attrs["layout"] != FRONT or not x._spec.shape:   # else nothing to check
+        _inferred(PUT, [v._spec for v in inputs] + [ArraySpec(a.shape, a.dtype)
+                                                   for a in arrays], attrs)
+    views_read = None
+    for value in inputs:
+        if value._view is not None:
+            views_read = [value._view]
+    current = written.current
+    return (Runtime.system or get_system()).engine.run_host(
+        PUT, attrs, [v._storage for v in inputs], tuple(arrays), current.spec,
+        current.device_id, views_read, written, x._view) is not None
+
+
+def _inferred(op_def, specs: list, attrs: dict):
+    """The one output spec of ``op_def`` over ``specs``, its ShapeError told of the op
+    as ``build`` tells it."""
+    try:
+        return op_def.infer(*specs, **attrs)[0]
+    except ShapeError as err:
+        err.add_note(f"in op '{op_def.name}'")
+        raise
+
+
+def _all_host(arrays: list) -> bool:
+    for array in arrays:
+        if type(array) is not np.ndarray:
+            return False
+    return True
+
+
+def _uploaded(arrays: list) -> list:
+    """``arrays`` with each host index array uploaded (NArrays as they are)."""
+    return [upload(a) if type(a) is np.ndarray else a for a in arrays]
 
 
 def _typed(x: NArray, view):
@@ -80,20 +163,25 @@ def _typed(x: NArray, view):
 def setitem(x: NArray, key, value) -> None:
     """``x[key] = value``: writes into ``x`` in place (value broadcast and cast to it)."""
     items = key if type(key) is tuple else (key,)
-    basic = views.basic_index(explicit_view(x), items)
+    basic = None if type(key) in ADVANCED_KEYS else views.basic_index(explicit_view(x),
+                                                                     items)
     if basic is not None:
         value = assign(view_of(x, basic[0]), value)
         note_write(x, items, value)
         return
     check_writable(x)
-    keep_masks = _is_scalar(value)
-    layout, arrays = _advanced(x, items, keep_masks)
+    scalar = _is_scalar(value)
+    layout, arrays = _advanced(x, items, scalar)
     attrs = {"layout": layout, "shape": x.shape, "dtype": x.dtype}
-    if _is_scalar(value):
-        build(PUT, arrays, dict(attrs, value=_converted(x.dtype, value)), out=x)
+    if scalar:
+        attrs["value"], inputs = _converted(x.dtype, value), []
     else:
         value = to_narray(value, "setitem")
-        build(PUT, [value] + arrays, dict(attrs, value=ARRAY), out=x)
+        attrs["value"], inputs = ARRAY, [value]
+    if _put_now(x, inputs, arrays, attrs):
+        return
+    arrays = _uploaded(arrays)
+    build(PUT, inputs + arrays, attrs, out=x)
     note_write(x, _index_of(layout, arrays), value)
 
 
@@ -125,14 +213,15 @@ def add_at(a: NArray, indices, b) -> None:
     check_writable(a)
     layout, arrays = _advanced(a, items)
     values = to_narray(b, "add.at", a.dtype)
-    build(SCATTER_ADD, [values] + arrays, {"layout": layout, "shape": a.shape,
-                                           "dtype": a.dtype}, out=a)
+    build(SCATTER_ADD, [values] + _uploaded(arrays), {"layout": layout, "shape": a.shape,
+                                                      "dtype": a.dtype}, out=a)
 
 
 def advanced_index(x: NArray, key) -> tuple:
     """``(layout, index arrays)`` of index ``key`` into ``x``, as a scatter op takes them
     (``ops.indexing``; masks become their ``nonzero()``, host arrays are bounds-checked)."""
-    return _advanced(x, key if type(key) is tuple else (key,))
+    layout, arrays = _advanced(x, key if type(key) is tuple else (key,))
+    return layout, _uploaded(arrays)
 
 
 def nonzero(a) -> tuple:
@@ -157,9 +246,13 @@ def device_indices(name: str, indices: NArray) -> NArray:
 def take_axis(x: NArray, positions, axis: int, out=None) -> NArray:
     """``x`` gathered at ``positions`` (host ``intp`` values already in bounds, or an
     NArray) along ``axis``: a new array, as ``numpy.take``."""
-    if not isinstance(positions, NArray):
-        positions = upload(np.asarray(positions, dtype=np.intp))
     layout = (slice(None),) * axis + (ARRAY,)
+    if not isinstance(positions, NArray):
+        positions = np.asarray(positions, dtype=np.intp)
+        result = None if out is not None else _take_now(x, layout, [positions])
+        if result is not None:
+            return result
+        positions = upload(positions)
     return build(TAKE, [x, positions], {"layout": layout}, out)
 
 
@@ -208,7 +301,8 @@ def _converted(dtype, value):
 def _advanced(x: NArray, items: tuple, keep_masks: bool = False):
     """``(layout, index arrays)`` of an advanced index: masks become the integer arrays of
     their ``nonzero()`` (an NArray mask is kept as is when writing a scalar). Host index
-    arrays are checked against ``x``'s bounds."""
+    arrays are checked against ``x``'s bounds and left NumPy arrays (``_uploaded``
+    uploads them)."""
     layout, arrays, host = [], [], []
     for item in items:
         if item is None or item is Ellipsis or isinstance(item, slice):
@@ -229,16 +323,32 @@ def _advanced(x: NArray, items: tuple, keep_masks: bool = False):
     layout = tuple(layout)
     checked = _picks_any(layout, arrays, host)
     for slot, values in host:
-        if checked:
+        if checked and not _within(values, x.shape):
             check_index_array(values, x.shape, layout, slot)
-        arrays[slot] = upload(values)
+        arrays[slot] = values
     return layout, arrays
+
+
+SMALL_INDEX = 16
+"""Host index arrays of at most this many values are bounds-checked as Python ints."""
+
+
+def _within(values: np.ndarray, shape: tuple) -> bool:
+    """Whether a small host index array is within every axis of ``shape`` (then within
+    the one it indexes); False tells nothing (``check_index_array`` decides)."""
+    if not shape or values.size > SMALL_INDEX or not values.size:
+        return False
+    n = min(shape)
+    listed = values.ravel().tolist()
+    return -n <= min(listed) and max(listed) < n
 
 
 def _picks_any(layout: tuple, arrays: list, host: list) -> bool:
     """Whether the index arrays broadcast to a non-empty shape: NumPy checks the bounds
     of the indices it uses, so none when they pick no element (``x[[5], []]``) or do not
     broadcast (the shape error comes first)."""
+    if len(arrays) == 1 and host and bool not in map(type, layout):   # no 0-d masks
+        return host[0][1].size > 0   # one host array alone: whether it is empty
     if any(a is not None and a.dtype == np.bool_ for a in arrays):
         return True  # an NArray mask: how many it picks is not known here
     shapes = [a.shape for a in arrays if a is not None] + [v.shape for _, v in host]

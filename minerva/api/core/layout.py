@@ -12,9 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from minerva.api.core.manipulation import in_memory_order, transpose
-from minerva.builder import COPY, build, upload
+from minerva.builder import COPY, EMPTY, SEAM, build, upload
+from minerva.current import Runtime, get_system
 from minerva.narray import NArray
 from minerva.ops import registry, views
+from minerva.ops.dtypes import NUMERIC_KINDS
 
 _RESHAPE = registry.get("reshape")
 ORDERS = ("C", "F", "A", "K")
@@ -65,14 +67,34 @@ def laid_out_as(x: NArray, order: str) -> bool:
     return {"C": c, "F": f, "A": c or f}[order]
 
 
+def fresh_now(op_def, attrs: dict, inputs, spec) -> NArray | None:
+    """The result of ``spec`` of an op with no floating-point error and no failure to
+    meet (a fill of its dtype's values, a copy of a whole value, ``empty``) over whole
+    NArrays ``inputs``, made at once on the current device by the engine's ``run_new``
+    where nothing records at the seam; None where it takes ``build``'s way (nothing
+    done)."""
+    if SEAM.hooks or spec.dtype.kind not in NUMERIC_KINDS:
+        return None
+    system = Runtime.system or get_system()
+    storage = system.engine.run_new(op_def, attrs, [x._storage for x in inputs], spec,
+                                    system.current_device())
+    return None if storage is None else NArray(storage, None, spec)
+
+
 def copy_in(x: NArray, order: str) -> NArray:
     """A copy of ``x`` (a new storage) laid out in memory order ``order``."""
     if x._view is None and order != "F":  # C-ordered already: so is its copy
-        return build(COPY, [x])
+        return _whole_copy(x)
     axes = memory_order(order, x.shape, x.strides, *_contiguity(x))
     if axes is None:
         return c_ordered_copy(x)
     return in_memory_order(c_ordered_copy(transpose(x, axes)), axes)
+
+
+def _whole_copy(x: NArray) -> NArray:
+    """A copy of ``x``, a whole value (no view): C-ordered as it is."""
+    result = fresh_now(COPY, EMPTY, (x,), x._spec)
+    return build(COPY, [x]) if result is None else result
 
 
 def _contiguity(x: NArray) -> tuple:
@@ -87,12 +109,14 @@ def c_ordered_copy(x: NArray) -> NArray:
     """A copy of ``x`` in C order (the copy op keeps a view's memory order, as an
     element-wise op does; a reshape to its own shape makes a C-ordered buffer)."""
     if x._view is None:
-        return build(COPY, [x])
+        return _whole_copy(x)
     return build(_RESHAPE, [x], {"shape": x.shape})
 
 
 def upload_in(data: np.ndarray, order: str) -> NArray:
     """A copy of host array ``data`` on the current device, in memory order ``order``."""
+    if data.ndim <= 1 or (order != "F" and data.flags.c_contiguous):   # C order
+        return upload(data)
     axes = memory_order(order, data.shape, data.strides, data.flags.c_contiguous,
                         data.flags.f_contiguous)
     if axes is None:
