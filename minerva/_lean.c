@@ -37,6 +37,7 @@ typedef struct { PyObject *type, *value, *tb; } Held;
 #include "_lean_parts/twin.c"
 #include "_lean_parts/operator.c"
 #include "_lean_parts/reduction.c"
+#include "_lean_parts/setitem.c"
 #include "_lean_parts/store_methods.c"
 #include "_lean_parts/element.c"
 #include "_lean_parts/finalizer.c"
@@ -185,11 +186,16 @@ PyInit__lean(void)
     One = PyLong_FromLong(1);
     KwOut = Py_BuildValue("(s)", "out");
     KwReduce = Py_BuildValue("(sss)", "axis", "keepdims", "out");
-    if (Zero == NULL || One == NULL || KwOut == NULL || KwReduce == NULL)
+    KwCasting = Py_BuildValue("(s)", "casting");
+    Unsafe = PyUnicode_InternFromString("unsafe");
+    if (Zero == NULL || One == NULL || KwOut == NULL || KwReduce == NULL || KwCasting == NULL ||
+            Unsafe == NULL)
         return NULL;
     if (PyType_Ready(&OperatorType) < 0 || PyType_Ready(&FinalizerType) < 0 ||
-            PyType_Ready(&RecordType) < 0 || PyType_Ready(&StoreMethodType) < 0 ||
-            PyType_Ready(&ElementType) < 0 || PyType_Ready(&ReductionType) < 0)
+            PyType_Ready(&RecordType) < 0 || PyType_Ready(&MemRecordType) < 0 ||
+            PyType_Ready(&StoreMethodType) < 0 ||
+            PyType_Ready(&ElementType) < 0 || PyType_Ready(&ReductionType) < 0 ||
+            PyType_Ready(&SetItemType) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
@@ -199,7 +205,8 @@ PyInit__lean(void)
             PyModule_AddObjectRef(module, "Record", (PyObject *)&RecordType) < 0 ||
             PyModule_AddObjectRef(module, "StoreMethod", (PyObject *)&StoreMethodType) < 0 ||
             PyModule_AddObjectRef(module, "Element", (PyObject *)&ElementType) < 0 ||
-            PyModule_AddObjectRef(module, "Reduction", (PyObject *)&ReductionType) < 0) {
+            PyModule_AddObjectRef(module, "Reduction", (PyObject *)&ReductionType) < 0 ||
+            PyModule_AddObjectRef(module, "SetItem", (PyObject *)&SetItemType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -40,6 +40,10 @@ class HostGuard(threading.local):
 
 
 HOST_READS = HostGuard()
+COPIED_SCALARS = "biufcmMUS"
+"""Kinds whose NumPy scalars are copies, read at once as NumPy's own (``x[i]``; a
+structured element, ``np.void``, is a view of its array in NumPy: read lazily, never as
+an alias of minerva's buffer)."""
 SCALAR_CLASSES: dict = {}
 """dtype kind -> the subclass of NArray a NumPy scalar of that kind gives as its
 ``__class__`` (filled by ``minerva.api.core.scalars``)."""

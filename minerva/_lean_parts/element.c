@@ -11,7 +11,7 @@
 
 static PyObject *ElementNow;       /* DirectPath.element_now, which the C read stands for */
 static PyObject *HostReads;        /* narray.HOST_READS (its `refuse`, per thread) */
-static PyObject *CopiedScalars;    /* indexing._COPIED_SCALARS: kinds read at once */
+static PyObject *CopiedScalars;    /* narray.COPIED_SCALARS: kinds read at once */
 static PyObject *s_element_now, *s_refuse, *s_cpu;
 
 /* Whether `key` picks one element of a value of `ndim` axes by ints alone. */

@@ -22,6 +22,9 @@ typedef struct {
     PyObject *kw[2];                       /* keyword arguments before `out` (borrowed) */
     PyObject *kwnames;                     /* their names and "out"; NULL: `out` alone */
     int n_kw;
+    int out_first;                         /* kernel(target, operands..., **kw): a write */
+    PyObject *write_view;                  /* a write through `x`'s view (borrowed), or NULL */
+    PyObject *write_key;                   /* ... and its basic index (new), or NULL */
 } LeanOp;
 
 static void
@@ -30,6 +33,7 @@ lean_clear(LeanOp *L)
     Py_CLEAR(L->engine); Py_CLEAR(L->device); Py_CLEAR(L->device_id); Py_CLEAR(L->store);
     Py_CLEAR(L->lock); Py_CLEAR(L->releases); Py_CLEAR(L->record); Py_CLEAR(L->track);
     Py_CLEAR(L->exc); Py_CLEAR(L->viewed[0]); Py_CLEAR(L->viewed[1]);
+    Py_CLEAR(L->write_key);
 }
 
 /* The ufunc into `target` (its keywords `L->kw` before `out`), under the caller's error
@@ -39,11 +43,15 @@ run_kernel(LeanOp *L, PyObject *errstate, PyObject *target, PyObject *const *ope
            int n_operands)
 {
     PyObject *args[6];
+    int k = 0;
+    if (L->out_first)   /* `target.fill(value)`, `copyto(target, x, casting=...)` */
+        args[k++] = target;
     for (int i = 0; i < n_operands; i++)
-        args[i] = operands[i];
+        args[k++] = operands[i];
     for (int i = 0; i < L->n_kw; i++)
-        args[n_operands + i] = L->kw[i];
-    args[n_operands + L->n_kw] = target;
+        args[k++] = L->kw[i];
+    if (!L->out_first)
+        args[k++] = target;
     PyObject *direct = NULL, *token = NULL;
     int quiet = attr_true(errstate, s_quiet);
     if (quiet < 0)
@@ -57,8 +65,9 @@ run_kernel(LeanOp *L, PyObject *errstate, PyObject *target, PyObject *const *ope
         if (token == NULL)
             return -1;
     }
-    PyObject *result = PyObject_Vectorcall(L->ufunc, args, n_operands,
-                                           L->kwnames != NULL ? L->kwnames : KwOut);
+    PyObject *result = L->out_first ?
+        PyObject_Vectorcall(L->ufunc, args, 1 + n_operands, L->kwnames) :
+        PyObject_Vectorcall(L->ufunc, args, n_operands, L->kwnames != NULL ? L->kwnames : KwOut);
     if (token != NULL) {
         Held held;
         HOLD(held);

@@ -123,6 +123,18 @@ lean_locked(LeanOp *L, PyObject *errstate, PyObject *const *operands, int n_oper
     return out;
 }
 
+/* The elements a write reaches in the current value's `array` (new reference): the
+ * array itself, or seen through `x`'s view and indexed by the write's basic index. */
+static PyObject *
+write_target(LeanOp *L, PyObject *array)
+{
+    PyObject *target = L->write_view == NULL ? Py_NewRef(array) :
+        view_array(array, L->write_view);
+    if (target != NULL && L->write_key != NULL)
+        Py_SETREF(target, PyObject_GetItem(target, L->write_key));
+    return target;
+}
+
 static PyObject *
 lean_body(LeanOp *L, PyObject *block, PyObject *errstate, PyObject *const *operands,
           int n_operands)
@@ -135,7 +147,9 @@ lean_body(LeanOp *L, PyObject *block, PyObject *errstate, PyObject *const *opera
         base = SLOT(L->written, StorageOff[S_CURRENT]);
         got = SLOT(L->written, StorageOff[S_ENGINE]) == L->engine ? writable_now(L, base) : 0;
         if (got > 0) {
-            target = Py_NewRef(SLOT(base, DataOff[D_ARRAY]));
+            target = write_target(L, SLOT(base, DataOff[D_ARRAY]));
+            if (target == NULL)
+                return NULL;
             taken = Py_NewRef(Py_None);
         }
     } else {

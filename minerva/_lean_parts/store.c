@@ -85,19 +85,21 @@ store_unlock(PyObject *d)
 static int
 memory_record(PyObject *record, PyObject *tag, PyObject *d, Py_ssize_t in_use)
 {
-    Record *event = PyObject_NewVar(Record, &RecordType, 4);
+    MemRecord *event = PyObject_New(MemRecord, &MemRecordType);
     PyObject *device_id = PyDict_GetItemWithError(d, s_device_id);
     if (event == NULL || device_id == NULL) {
-        Py_XDECREF(event);
+        if (event != NULL) {
+            event->tag = event->device_id = NULL;
+            Py_DECREF(event);
+        }
         Py_DECREF(record);
         return -1;
     }
-    event->items[0] = Py_NewRef(tag);
-    event->items[1] = Py_NewRef(device_id);
-    event->items[2] = PyLong_FromSsize_t(in_use);
-    event->items[3] = PyLong_FromLongLong(now_ns());
-    PyObject *r = event->items[2] == NULL || event->items[3] == NULL ? NULL :
-        PyObject_CallOneArg(record, (PyObject *)event);
+    event->tag = Py_NewRef(tag);
+    event->device_id = Py_NewRef(device_id);
+    event->in_use = in_use;
+    event->t_ns = now_ns();
+    PyObject *r = PyObject_CallOneArg(record, (PyObject *)event);
     Py_DECREF(event);
     Py_DECREF(record);
     Py_XDECREF(r);

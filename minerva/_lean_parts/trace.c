@@ -140,6 +140,59 @@ static PyTypeObject RecordType = {
     .tp_as_sequence = &record_sequence,
 };
 
+/* A memory event `(tag, device_id, in_use, t_ns)` with its numbers kept as C numbers:
+ * one small object an event (a Record of four would add two ints); read as a sequence,
+ * it makes them ints (`Recorder.snapshot`). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *tag, *device_id;
+    Py_ssize_t in_use;
+    long long t_ns;
+} MemRecord;
+
+static void
+mem_record_dealloc(MemRecord *self)
+{
+    Py_XDECREF(self->tag);
+    Py_XDECREF(self->device_id);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t
+mem_record_length(MemRecord *self)
+{
+    return 4;
+}
+
+static PyObject *
+mem_record_item(MemRecord *self, Py_ssize_t i)
+{
+    switch (i) {
+    case 0: return Py_NewRef(self->tag);
+    case 1: return Py_NewRef(self->device_id);
+    case 2: return PyLong_FromSsize_t(self->in_use);
+    case 3: return PyLong_FromLongLong(self->t_ns);
+    }
+    PyErr_SetString(PyExc_IndexError, "record index out of range");
+    return NULL;
+}
+
+static PySequenceMethods mem_record_sequence = {
+    .sq_length = (lenfunc)mem_record_length,
+    .sq_item = (ssizeargfunc)mem_record_item,
+};
+
+static PyTypeObject MemRecordType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "minerva._lean.MemRecord",
+    .tp_doc = "A store's memory event on the C path: (tag, device_id, in_use, t_ns).",
+    .tp_basicsize = sizeof(MemRecord),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)mem_record_dealloc,
+    .tp_free = PyObject_Free,
+    .tp_as_sequence = &mem_record_sequence,
+};
+
 static inline void
 put(Record *record, Py_ssize_t *i, PyObject *item)   /* steals `item` (NULL: failed) */
 {

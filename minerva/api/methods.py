@@ -183,7 +183,7 @@ METHODS: dict = {
     "__abs__": unary_method("absolute"), "__invert__": unary_method("invert"),
     "__round__": elementwise.python_round,
     # indexing, iteration, copies, pickling
-    "__getitem__": lean.element(fields.getitem), "__setitem__": fields.setitem,
+    "__getitem__": lean.element(fields.getitem), "__setitem__": lean.setitem(fields.setitem),
     "__iter__": _iter,
     "__contains__": _contains, "__copy__": _shallow_copy, "__deepcopy__": _deepcopy,
     "__reduce__": _reduce,

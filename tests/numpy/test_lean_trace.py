@@ -39,6 +39,8 @@ kept = [x * float(i) for i in range(5)]      # fresh outputs: the store's fast p
 y = kept[0] - kept[4]
 m = mv.ones((3, 4)) @ mv.ones(4)             # a product, its BLAS count held
 s = m.sum() + m.max(axis=0, keepdims=True)   # reductions, a scalar result
+m[1:] = 2.0                                  # basic-index writes: fill, assign
+m[:1] = s
 with numpy.errstate(divide="raise"):
     bad = mv.ones(3, dtype="int64") // 0     # a kernel that raises
 del kept, bad, m, s

@@ -24,7 +24,6 @@ import os
 
 import numpy as np
 
-from minerva.api.core.indexing import COPIED_SCALARS
 from minerva.builder import SCALAR_RESULT_OPS, SEAM
 from minerva.common import callsite, fp_errors
 from minerva.common.callsite import user_callsite
@@ -32,7 +31,7 @@ from minerva.current import Runtime
 from minerva.dag.nodes import COMPLETED, DataNode, Storage, new_node_id
 from minerva.device.base import Device, detach_traceback
 from minerva.device.cpu.blas import BLAS
-from minerva.narray import HOST_READS, NArray
+from minerva.narray import COPIED_SCALARS, HOST_READS, NArray
 from minerva.ops import reductions, registry
 from minerva.ops.dtypes import NUMERIC_KINDS
 from minerva.ops.registry import ArraySpec
@@ -172,6 +171,17 @@ def reduction(python, name: str):
     if not ACTIVE:
         return python
     return _lean.Reduction(python, registry.get(name), reductions.numpy_kernel(name))
+
+
+def setitem(python):
+    """NArray's ``__setitem__`` ``python`` with its basic-index writes in C (``x[i] = 2.0``,
+    ``x[1:-1, j] = y``: ints and slices into a computed value this storage alone holds, a
+    float into a float array or an NArray broadcast into any numeric one, as ``fill`` and
+    ``assign`` write them) where the accelerator is active; else ``python`` itself."""
+    if not ACTIVE:
+        return python
+    return _lean.SetItem(python, registry.get("fill"), registry.get("assign"), np.ndarray.fill,
+                         np.copyto)
 
 
 def element(python):
