@@ -179,7 +179,8 @@ PyInit__lean(void)
     INTERN(s_element_now, "element_now"); INTERN(s_refuse, "refuse"); INTERN(s_cpu, "cpu");
     INTERN(s_row_split, "row_split"); INTERN(s_whole_limit, "whole_limit");
     INTERN(s_try_hold_blas, "try_hold_blas"); INTERN(s_process_wide, "process_wide");
-    INTERN(s_threads, "threads"); INTERN(s__count, "_count"); INTERN(s__users, "_users");
+    INTERN(s_threads, "threads"); INTERN(s_itemsize, "itemsize");
+    INTERN(s__count, "_count"); INTERN(s__users, "_users");
     INTERN(s_notify_all, "notify_all");
     INTERN(s_device_id, "device_id"); INTERN(s_label, "label"); INTERN(s_empty, "");
     Zero = PyLong_FromLong(0);

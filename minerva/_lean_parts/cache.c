@@ -55,12 +55,14 @@ numeric_spec(PyObject *spec)
 }
 
 /* The output spec of `op` over `spec` and `other` (a second spec, a Python scalar, on
- * the left when `reverse`, or NULL for a one-operand op);
+ * the left when `reverse`, or NULL for a one-operand op; with `any_int` a rule whose
+ * answer is the same for every Python int the caller lets through: a comparison's);
  * new reference, NULL without an error set when the op must take the Python path (the
  * shape rule raises there, at the user's line), or an output that is not one numeric
  * array. */
 static PyObject *
-out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar, int reverse)
+out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar, int reverse,
+         int any_int)
 {
     /* other NULL: a one-operand op, keyed by None */
     PyObject *key = other == NULL ? Py_None : scalar ? (PyObject *)Py_TYPE(other) : other;
@@ -99,7 +101,7 @@ out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar, int reverse)
     /* a scalar's value matters to the rule for integer arrays (it must fit; no negative
      * integer powers): those results are not cached */
     int cacheable = 1;
-    if (scalar && PyLong_CheckExact(other)) {
+    if (scalar && PyLong_CheckExact(other) && !any_int) {
         PyObject *kind = PyObject_GetAttr(SLOT(spec, SpecOff[P_DTYPE]), s_kind);
         if (kind == NULL)
             goto python_path;

@@ -79,20 +79,43 @@ scalar_operand(PyObject *b)
     return 0;
 }
 
+/* Whether Python int `value` lies in the range of an integer dtype of `kind` ("i" or
+ * "u") and `itemsize` bytes (`comparisons.fits`): 1, 0, or -1 on error. */
+static int
+int_fits(PyObject *value, int is_unsigned, Py_ssize_t itemsize)
+{
+    int overflow;
+    long long k = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (k == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || itemsize > 8)
+        return 0;   /* past 64 bits: the Python path */
+    if (is_unsigned)
+        return k >= 0 && (itemsize == 8 || k < (1LL << (8 * itemsize)));
+    long long top = itemsize == 8 ? LLONG_MAX : (1LL << (8 * itemsize - 1)) - 1;
+    return k <= top && k >= -top - 1;
+}
+
 /* Whether a comparison of an array of `spec` with `scalar` (or an array: NULL) is one
- * `comparison_method` builds: a numeric array, and a Python int only where any int fits
- * its dtype (a float one; for an integer one Python checks the value). */
+ * `comparison_method` builds: a numeric array, and a Python int within the dtype's range
+ * (any int against a float or complex array). */
 static int
 compared(PyObject *spec, PyObject *scalar)
 {
-    PyObject *kind = PyObject_GetAttr(SLOT(spec, SpecOff[P_DTYPE]), s_kind);
+    PyObject *dtype = SLOT(spec, SpecOff[P_DTYPE]);
+    PyObject *kind = PyObject_GetAttr(dtype, s_kind);
     if (kind == NULL)
         return -1;
     int numeric = PySequence_Contains(NumericKinds, kind);
-    if (numeric > 0 && scalar != NULL && PyLong_CheckExact(scalar))
-        numeric = PyUnicode_CompareWithASCIIString(kind, "i") != 0 &&
-                  PyUnicode_CompareWithASCIIString(kind, "u") != 0;
+    int is_signed = PyUnicode_CompareWithASCIIString(kind, "i") == 0;
+    int is_unsigned = PyUnicode_CompareWithASCIIString(kind, "u") == 0;
     Py_DECREF(kind);
+    if (numeric > 0 && scalar != NULL && PyLong_CheckExact(scalar) && (is_signed || is_unsigned)) {
+        Py_ssize_t itemsize;
+        if (attr_ssize(dtype, s_itemsize, &itemsize) < 0)
+            return -1;
+        numeric = int_fits(scalar, is_unsigned, itemsize);
+    }
     return numeric;
 }
 
@@ -170,7 +193,7 @@ operator_lean(Operator *self, PyObject *a, PyObject *b, int reverse)
     L.op = op;
     L.name = self->names[scalar];
     L.ufunc = self->ufunc;
-    L.spec = out_spec(op, spec, other, scalar, reverse);
+    L.spec = out_spec(op, spec, other, scalar, reverse, self->compares);
     if (L.spec == NULL) {
         Py_DECREF(system);
         Py_RETURN_NONE;

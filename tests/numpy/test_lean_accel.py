@@ -334,6 +334,28 @@ def test_comparisons_give_numpys_answers(dtype):
             assert got.to_numpy().tobytes() == expected.tobytes(), (name, ours)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32",
+                                   "int64", "uint64", "bool"])
+def test_comparisons_of_integer_arrays_with_ints_at_their_bounds(dtype):
+    """A Python int in the dtype's range compares in C; one past it takes NumPy's answer
+    on the Python path; both give NumPy's bits."""
+    host = numpy.array([0, 1, 5, 100], dtype)
+    if host.dtype.kind != "b":
+        info = numpy.iinfo(dtype)
+        host = numpy.array([info.min, 0, 1, info.max], dtype)
+        edges = [int(info.min), int(info.max), int(info.min) - 1, int(info.max) + 1,
+                 2 ** 64, -2 ** 63 - 1]
+    else:
+        edges = [0, 1, 2, -1]
+    x = mv.array(host)
+    for name in COMPARISONS:
+        for value in edges + [0, 1, 7]:
+            expected = getattr(host, name)(value)
+            got = getattr(x, name)(value)
+            assert got.dtype == expected.dtype
+            assert got.to_numpy().tobytes() == expected.tobytes(), (name, value)
+
+
 def test_comparisons_of_other_operands_take_numpys_rules():
     words = mv.array(numpy.array(["a", "b", "c"]))
     numpy.testing.assert_array_equal((words == "b").to_numpy(), [False, True, False])

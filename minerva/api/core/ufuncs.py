@@ -171,8 +171,10 @@ def power_method(in_place: bool = False):
             self._spec.dtype, other)
         if fast is None:
             return plain(self, other)
-        result = unary_op(fast, self, out=self if in_place else None)
-        return self if in_place else result
+        if not in_place:
+            return FUNCTIONS[fast](self)   # ``np.square(x)``: in C where it can
+        unary_op(fast, self, out=self)
+        return self
     method.__name__ = method.__qualname__ = "__ipow__" if in_place else "__pow__"
     return method
 
