@@ -38,6 +38,7 @@ typedef struct { PyObject *type, *value, *tb; } Held;
 #include "_lean_parts/operator.c"
 #include "_lean_parts/reduction.c"
 #include "_lean_parts/setitem.c"
+#include "_lean_parts/array_ufunc.c"
 #include "_lean_parts/store_methods.c"
 #include "_lean_parts/element.c"
 #include "_lean_parts/finalizer.c"
@@ -181,7 +182,7 @@ PyInit__lean(void)
     INTERN(s_try_hold_blas, "try_hold_blas"); INTERN(s_process_wide, "process_wide");
     INTERN(s_threads, "threads"); INTERN(s_itemsize, "itemsize");
     INTERN(s__count, "_count"); INTERN(s__users, "_users");
-    INTERN(s_notify_all, "notify_all");
+    INTERN(s_notify_all, "notify_all"); INTERN(s___call__, "__call__");
     INTERN(s_device_id, "device_id"); INTERN(s_label, "label"); INTERN(s_empty, "");
     Zero = PyLong_FromLong(0);
     One = PyLong_FromLong(1);
@@ -196,7 +197,7 @@ PyInit__lean(void)
             PyType_Ready(&RecordType) < 0 || PyType_Ready(&MemRecordType) < 0 ||
             PyType_Ready(&StoreMethodType) < 0 ||
             PyType_Ready(&ElementType) < 0 || PyType_Ready(&ReductionType) < 0 ||
-            PyType_Ready(&SetItemType) < 0)
+            PyType_Ready(&SetItemType) < 0 || PyType_Ready(&ArrayUfuncType) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
@@ -207,7 +208,8 @@ PyInit__lean(void)
             PyModule_AddObjectRef(module, "StoreMethod", (PyObject *)&StoreMethodType) < 0 ||
             PyModule_AddObjectRef(module, "Element", (PyObject *)&ElementType) < 0 ||
             PyModule_AddObjectRef(module, "Reduction", (PyObject *)&ReductionType) < 0 ||
-            PyModule_AddObjectRef(module, "SetItem", (PyObject *)&SetItemType) < 0) {
+            PyModule_AddObjectRef(module, "SetItem", (PyObject *)&SetItemType) < 0 ||
+            PyModule_AddObjectRef(module, "ArrayUfunc", (PyObject *)&ArrayUfuncType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

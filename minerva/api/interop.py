@@ -46,7 +46,7 @@ API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 
 _ARRAYS = (NArray, np.ndarray, np.generic)
 
-_SCALARS_FIRST = frozenset({np.float64, np.float32, np.float16, np.complex128, np.complex64,
+SCALARS_FIRST = frozenset({np.float64, np.float32, np.float16, np.complex128, np.complex64,
                             np.int64, np.int32, np.bool_})
 """NumPy scalar types NumPy hands to ``__array_ufunc__`` first in ``np.float64(h) * x``."""
 _TOP_LEVEL = ("numpy", "numpy.lib.stride_tricks")
@@ -71,6 +71,18 @@ def install(module_globals: dict, names: dict, host_fallback=None,
     global _namespace, _names, _host_fallback, _consumer_namespace
     _namespace, _names, _host_fallback = module_globals, names, host_fallback
     _consumer_namespace = consumer_namespace
+    FAST_UFUNC_CALLS.clear()
+    for value in vars(np).values():
+        if isinstance(value, np.ufunc) and getattr(np, value.__name__, None) is value:
+            call = vars(type(module_globals.get(value.__name__))).get("__call__")
+            if isinstance(call, staticmethod):   # a Ufunc's class (``ufuncs._ufunc``)
+                FAST_UFUNC_CALLS[value] = call.__func__
+
+
+FAST_UFUNC_CALLS: dict = {}
+"""NumPy's ufunc -> the call of minerva's Ufunc of its name in the installed namespace
+(its C operator where there is one), for ``array_ufunc``'s first branch in C
+(``lean.array_ufunc``); filled by ``install``."""
 
 
 def namespace_module() -> _types.ModuleType:
@@ -168,7 +180,7 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     arrays given as ``out=`` (or as the array ``at`` writes) are written through an NArray
     copy, then given its values (this waits)."""
     if method == "__call__" and not kwargs and len(inputs) == 2 \
-            and type(inputs[0]) in _SCALARS_FIRST and type(inputs[1]) is NArray:
+            and type(inputs[0]) in SCALARS_FIRST and type(inputs[1]) is NArray:
         function = _namespace.get(ufunc.__name__)   # ``np.float64(h) * x``: the common case
         if function is not None and getattr(np, ufunc.__name__, None) is ufunc \
                 and not isinstance(function, (type, _types.ModuleType)):

@@ -191,7 +191,8 @@ METHODS: dict = {
     "__repr__": printing.narray_repr, "__str__": printing.narray_str,
     "__format__": printing.narray_format,
     # NumPy and the array API on NArrays, DLPack (interop)
-    "__array_ufunc__": interop.array_ufunc, "__array_function__": interop.array_function,
+    "__array_ufunc__": lean.array_ufunc(interop.array_ufunc, interop.FAST_UFUNC_CALLS,
+                                          interop.SCALARS_FIRST), "__array_function__": interop.array_function,
     "__array_namespace__": interop.array_namespace, "__dlpack__": interop.dlpack,
     "__dlpack_device__": interop.dlpack_device,
     # copies, devices, fills

@@ -517,3 +517,15 @@ def test_a_numpy_scalar_on_the_left_gives_numpys_answer(scalar):
         assert isinstance(got, NArray), name
         assert got.dtype == expected.dtype, name
         assert got.to_numpy().tobytes() == expected.tobytes(), name
+
+
+@accelerated
+def test_a_numpy_scalar_on_the_left_makes_no_python_call():
+    """``np.float64(h) * x`` and ``np.float32(h) - x``: ``__array_ufunc__``'s common call
+    in C (``lean.array_ufunc``), minerva's C operator behind it."""
+    x, h, k = mv.arange(4.0), numpy.float64(0.5), numpy.float32(2.0)
+    for _ in range(5):
+        h * x
+    calls = python_calls(lambda: [(h * x, k - x, h / x) for _ in range(100)])
+    assert "array_ufunc" not in calls and "build" not in calls
+    assert (k - x).to_numpy().tobytes() == (k - numpy.arange(4.0)).tobytes()

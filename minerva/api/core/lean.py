@@ -184,6 +184,16 @@ def setitem(python):
                          np.copyto)
 
 
+def array_ufunc(python, calls: dict, scalars: frozenset):
+    """NArray's ``__array_ufunc__`` ``python`` with its common call in C where the
+    accelerator is active: ``np.float64(h) * x`` (a NumPy scalar of ``scalars`` first, an
+    NArray second, no keywords) calls ``calls[ufunc]`` (minerva's call of that ufunc) with
+    the two, as ``python``'s first branch does; else ``python`` itself."""
+    if not ACTIVE:
+        return python
+    return _lean.ArrayUfunc(python, calls, scalars)
+
+
 def element(python):
     """NArray's ``__getitem__`` ``python`` with its read of one element at once in C
     (``x[i]``, ``x[i, j]``: ints alone, one per axis, of a whole computed value) where the
