@@ -96,8 +96,11 @@ trace_prepare(LeanOp *L, PyObject *hooks)
  * collector's more than the record's); `Recorder.snapshot` makes it a tuple. */
 typedef struct {
     PyObject_VAR_HEAD
+    long long started, ended;   /* items T_CREATED, T_START (started) and T_END: read as ints */
     PyObject *items[1];
 } Record;
+
+enum { T_CREATED = 5, T_START = 6, T_END = 7 };   /* the times' places in the record */
 
 static void
 record_dealloc(Record *self)
@@ -120,6 +123,8 @@ record_item(Record *self, Py_ssize_t i)
         PyErr_SetString(PyExc_IndexError, "record index out of range");
         return NULL;
     }
+    if (i == T_CREATED || i == T_START || i == T_END)
+        return PyLong_FromLongLong(i == T_END ? self->ended : self->started);
     return Py_NewRef(self->items[i]);
 }
 
@@ -220,15 +225,16 @@ trace_record(LeanOp *L, PyObject *out)
         return -1;
     }
     memset(record->items, 0, n * sizeof(PyObject *));
-    PyObject *started = PyLong_FromLongLong(L->started);
+    record->started = L->started;
+    record->ended = ended;
     put(record, &i, Py_NewRef(FinishedTag));
     put(record, &i, PyObject_CallNoArgs(NewNodeId));
     put(record, &i, Py_NewRef(L->name));
     put(record, &i, Py_NewRef(L->device_id));
     put(record, &i, Py_NewRef(L->track));
-    put(record, &i, Py_XNewRef(started));
-    put(record, &i, started);
-    put(record, &i, PyLong_FromLongLong(ended));
+    put(record, &i, Py_NewRef(Py_None));   /* T_CREATED, T_START, T_END: the C numbers */
+    put(record, &i, Py_NewRef(Py_None));
+    put(record, &i, Py_NewRef(Py_None));
     put(record, &i, Py_NewRef(L->exc != NULL ? L->exc : Py_None));
     put(record, &i, file);
     put(record, &i, PyLong_FromLong(line));
