@@ -57,43 +57,6 @@ array_ufunc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     return (PyObject *)self;
 }
 
-static int
-array_ufunc_traverse(ArrayUfunc *self, visitproc visit, void *arg)
-{
-    Py_VISIT(self->python); Py_VISIT(self->calls); Py_VISIT(self->scalars);
-    return 0;
-}
-
-static int
-array_ufunc_clear(ArrayUfunc *self)
-{
-    Py_CLEAR(self->python); Py_CLEAR(self->calls); Py_CLEAR(self->scalars);
-    return 0;
-}
-
-static void
-array_ufunc_dealloc(ArrayUfunc *self)
-{
-    PyObject_GC_UnTrack(self);
-    array_ufunc_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyTypeObject ArrayUfuncType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "minerva._lean.ArrayUfunc",
-    .tp_doc = "NArray's __array_ufunc__ taking NumPy's scalar-first call in C, in front of "
-              "its Python twin.",
-    .tp_basicsize = sizeof(ArrayUfunc),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
-                Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_new = array_ufunc_new,
-    .tp_traverse = (traverseproc)array_ufunc_traverse,
-    .tp_clear = (inquiry)array_ufunc_clear,
-    .tp_dealloc = (destructor)array_ufunc_dealloc,
-    .tp_descr_get = wrapper_get,
-    .tp_getattro = wrapper_getattro,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(ArrayUfunc, vectorcall),
-    .tp_members = wrapper_members,
-};
+static PyTypeObject ArrayUfuncType = WRAPPER_TYPE(
+    "ArrayUfunc", "NArray's __array_ufunc__ taking NumPy's scalar-first call in C, in front of its "
+    "Python twin.", ArrayUfunc, array_ufunc_new);

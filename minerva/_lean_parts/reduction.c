@@ -173,42 +173,6 @@ reduction_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     return (PyObject *)self;
 }
 
-static int
-reduction_traverse(Reduction *self, visitproc visit, void *arg)
-{
-    Py_VISIT(self->python); Py_VISIT(self->op); Py_VISIT(self->kernel); Py_VISIT(self->name);
-    return 0;
-}
-
-static int
-reduction_clear(Reduction *self)
-{
-    Py_CLEAR(self->python); Py_CLEAR(self->op); Py_CLEAR(self->kernel); Py_CLEAR(self->name);
-    return 0;
-}
-
-static void
-reduction_dealloc(Reduction *self)
-{
-    PyObject_GC_UnTrack(self);
-    reduction_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyTypeObject ReductionType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "minerva._lean.Reduction",
-    .tp_doc = "A reduction whose lean path runs in C, in front of its Python twin.",
-    .tp_basicsize = sizeof(Reduction),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
-                Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_new = reduction_new,
-    .tp_traverse = (traverseproc)reduction_traverse,
-    .tp_clear = (inquiry)reduction_clear,
-    .tp_dealloc = (destructor)reduction_dealloc,
-    .tp_descr_get = wrapper_get,
-    .tp_getattro = wrapper_getattro,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(Reduction, vectorcall),
-    .tp_members = wrapper_members,
-};
+static PyTypeObject ReductionType = WRAPPER_TYPE(
+    "Reduction", "A reduction whose lean path runs in C, in front of its Python twin.",
+    Reduction, reduction_new);

@@ -247,46 +247,5 @@ setitem_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     return (PyObject *)self;
 }
 
-static int
-setitem_traverse(SetItem *self, visitproc visit, void *arg)
-{
-    Py_VISIT(self->python); Py_VISIT(self->fill_op); Py_VISIT(self->assign_op);
-    Py_VISIT(self->fill); Py_VISIT(self->copyto);
-    Py_VISIT(self->names[0]); Py_VISIT(self->names[1]);
-    return 0;
-}
-
-static int
-setitem_clear(SetItem *self)
-{
-    Py_CLEAR(self->python); Py_CLEAR(self->fill_op); Py_CLEAR(self->assign_op);
-    Py_CLEAR(self->fill); Py_CLEAR(self->copyto);
-    Py_CLEAR(self->names[0]); Py_CLEAR(self->names[1]);
-    return 0;
-}
-
-static void
-setitem_dealloc(SetItem *self)
-{
-    PyObject_GC_UnTrack(self);
-    setitem_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyTypeObject SetItemType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "minerva._lean.SetItem",
-    .tp_doc = "NArray's __setitem__ writing a basic index in C, in front of its Python twin.",
-    .tp_basicsize = sizeof(SetItem),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
-                Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_new = setitem_new,
-    .tp_traverse = (traverseproc)setitem_traverse,
-    .tp_clear = (inquiry)setitem_clear,
-    .tp_dealloc = (destructor)setitem_dealloc,
-    .tp_descr_get = wrapper_get,
-    .tp_getattro = wrapper_getattro,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(SetItem, vectorcall),
-    .tp_members = wrapper_members,
-};
+static PyTypeObject SetItemType = WRAPPER_TYPE(
+    "SetItem", "NArray's __setitem__ writing a basic index in C, in front of its Python twin.", SetItem, setitem_new);

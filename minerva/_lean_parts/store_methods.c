@@ -3,13 +3,11 @@
 
 /* ---- the store's methods, in front of their Python twins ---------------------------- */
 
-enum { M_FREE, M_ALLOC_ARRAY };
-
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     PyObject *python;      /* the Python method it stands in front of */
-    int kind;              /* M_FREE or M_ALLOC_ARRAY */
+    PyObject *kind;        /* the method's name: "free" or "alloc_array" (interned) */
 } StoreMethod;
 
 static PyObject *
@@ -19,11 +17,11 @@ store_method_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf
     StoreMethod *self = (StoreMethod *)callable;
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
     if (kwnames == NULL && n >= 1 && PooledType != NULL && Py_IS_TYPE(args[0], PooledType)) {
-        if (self->kind == M_FREE && n == 2) {
+        if (self->kind == s_free && n == 2) {
             int done = pooled_free(args[0], args[1]);
             if (done != 0)
                 return done < 0 ? NULL : Py_NewRef(Py_None);
-        } else if (self->kind == M_ALLOC_ARRAY) {
+        } else if (self->kind == s_alloc_array) {
             PyObject *pair = pooled_alloc_array(args[0], args + 1, n - 1);
             if (pair != Py_None)
                 return pair;
@@ -41,9 +39,9 @@ store_method_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     static char *names[] = {"python", "kind", NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Os", names, &python, &kind))
         return NULL;
-    int k = strcmp(kind, "free") == 0 ? M_FREE :
-            strcmp(kind, "alloc_array") == 0 ? M_ALLOC_ARRAY : -1;
-    if (k < 0) {
+    PyObject *method = strcmp(kind, "free") == 0 ? s_free :
+                       strcmp(kind, "alloc_array") == 0 ? s_alloc_array : NULL;
+    if (method == NULL) {
         PyErr_Format(PyExc_ValueError, "no C path for store method %s", kind);
         return NULL;
     }
@@ -52,7 +50,7 @@ store_method_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         return NULL;
     self->vectorcall = store_method_vectorcall;
     self->python = Py_NewRef(python);
-    self->kind = k;
+    self->kind = Py_NewRef(method);
     return (PyObject *)self;
 }
 

@@ -3,34 +3,41 @@
 
 /* ---- types in front of a Python twin ------------------------------------------------ */
 
-/* Every such type starts so (the Operator adds its own fields after): its C path, else
- * the Python twin. */
+/* Every such type starts so; the types with more fields add only object references after
+ * `python` (the Operator, with its flags, has its own), which the functions below visit
+ * and clear, up to the type's size. */
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     PyObject *python;      /* the Python function it stands in front of */
 } Wrapper;
 
+#define WRAPPER_REFS(self) ((PyObject **)&((Wrapper *)(self))->python)
+#define WRAPPER_N_REFS(self) ((Py_TYPE(self)->tp_basicsize - \
+    (Py_ssize_t)offsetof(Wrapper, python)) / (Py_ssize_t)sizeof(PyObject *))
+
 static int
-wrapper_traverse(Wrapper *self, visitproc visit, void *arg)
+wrapper_traverse(PyObject *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->python);
+    for (Py_ssize_t i = 0; i < WRAPPER_N_REFS(self); i++)
+        Py_VISIT(WRAPPER_REFS(self)[i]);
     return 0;
 }
 
 static int
-wrapper_clear(Wrapper *self)
+wrapper_clear(PyObject *self)
 {
-    Py_CLEAR(self->python);
+    for (Py_ssize_t i = 0; i < WRAPPER_N_REFS(self); i++)
+        Py_CLEAR(WRAPPER_REFS(self)[i]);
     return 0;
 }
 
 static void
-wrapper_dealloc(Wrapper *self)
+wrapper_dealloc(PyObject *self)
 {
     PyObject_GC_UnTrack(self);
     wrapper_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    Py_TYPE(self)->tp_free(self);
 }
 
 /* `x.__add__` is a bound method, as the Python twin's would be. */
