@@ -57,12 +57,16 @@ _HOST_VARIANTS: dict = {}
 
 def host_variant(op_def):
     """A twin of ``op_def`` (the same name, shape rule and flags, not registered) whose
-    kernel takes attribute ``host``, a tuple of NumPy arrays, as its last array operands:
-    ``op_def``'s kernel over a CPU device's inputs followed by those arrays."""
+    kernel takes attribute ``host``, a tuple of ``(position, NumPy array)`` in increasing
+    positions, as array operands: ``op_def``'s kernel over a CPU device's inputs with each
+    of those arrays put at its position among them."""
     impl = op_def.impl
 
     def with_host(xp, *arrays, out, host, **attrs):
-        return impl(xp, *arrays, *host, out=out, **attrs)
+        operands = list(arrays)
+        for position, array in host:
+            operands.insert(position, array)
+        return impl(xp, *operands, out=out, **attrs)
     variant = copy.copy(op_def)
     variant.impl, variant.bind = with_host, None
     return variant
@@ -332,19 +336,20 @@ class DirectPath:
 
     def run_host(self, op_def, attrs, storages, host, spec, device_id: int, views=None,
                  written=None, out_view=None):
-        """``run_lean`` of an op whose last array operands are the NumPy arrays ``host``
-        (``x[idx]``, ``x[idx] = v`` with host index arrays), read as they are by a CPU
-        device (NumPy's), so they need no upload: ``storages`` (through ``views``) are
-        the inputs before them; the output is fresh, or the next version of ``written``
-        (through ``out_view``). Only while no trace records (it shows the uploads, as the
-        general path makes them). Returns the output's storage, or None when the op must
-        take another path (nothing done then)."""
+        """``run_lean`` of an op some of whose array operands are NumPy arrays (``x[idx]``,
+        ``x[idx] = v`` with host index arrays), read as they are by a CPU device (NumPy's),
+        so they need no upload: ``host`` holds ``(position, array)`` in increasing
+        positions among the operands, ``storages`` (through ``views``) are the others, in
+        order; the output is fresh, or the next version of ``written`` (through
+        ``out_view``). Only while no trace records (it shows the uploads, as the general
+        path makes them). Returns the output's storage, or None when the op must take
+        another path (nothing done then)."""
         device = self.devices.table[device_id]
         if device.xp is not np or self.hooks.active:
             return None
         total = input_bytes(storages, views) + spec.nbytes if out_view is None else \
             input_bytes(storages, views) + math.prod(out_view[0]) * spec.dtype.itemsize
-        for array in host:
+        for _, array in host:
             total += array.nbytes
         limit = device.inline_limit
         if not limit or total > limit or (total > device.whole_limit and op_def.row_split):

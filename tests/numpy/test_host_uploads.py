@@ -172,7 +172,7 @@ def test_gathers_by_host_indices_are_numpys(seed):
                 key = _index(rng, want_base.shape, form)
                 want = want_base[key]
                 got = got_base[key]
-                _same(got, numpy.ascontiguousarray(want))
+                _same(got, numpy.ascontiguousarray(want))   # a gather is C-ordered
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -286,8 +286,10 @@ def test_a_host_index_is_not_uploaded_and_host_data_take_no_build():
     p, idx = mv.zeros(64), numpy.array([1, 5, 9])
     p[idx] = 1.0
     p[idx].wait()
+    q, yi = mv.zeros((3, 4)), mv.array([0, 3, 1])
     for run in (lambda: p[idx], lambda: p.__setitem__(idx, 2.0),
-                lambda: p.__setitem__([1, 2], mv.ones(2))):
+                lambda: p.__setitem__([1, 2], mv.ones(2)), lambda: q[range(3), yi],
+                lambda: q.__setitem__((range(3), yi), 1.0)):
         calls = python_calls(run)
         assert "run_host" in calls and "upload" not in calls and "build" not in calls
     for run in (lambda: mv.array([1.0, 2.0]), lambda: mv.zeros(6), lambda: mv.ones(3),
@@ -365,3 +367,63 @@ def test_a_closed_runtime_still_says_why():
         x[[0, 1]]
     with pytest.raises(mv.MinervaError):
         x.copy()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_masks_host_and_device_gather_and_scatter_as_numpy(seed):
+    mv.init()
+    rng = numpy.random.default_rng(200 + seed)
+    want = rng.standard_normal((4, 5))
+    x = mv.array(want)
+    for mask in (want > 0, (want > 0)[0], (want > 0)[:, 1]):
+        key = mask if mask.shape[0] == 4 and mask.ndim == 2 or mask.shape == (4,) \
+            else (slice(None), mask)
+        picked = numpy.ascontiguousarray(want[key])   # a gather is C-ordered in minerva
+        _same(x[key], picked)
+        _same(x[mv.array(mask)] if not isinstance(key, tuple) else x[key], picked)
+        want[key] = 0.5
+        x[key] = 0.5
+        _same(x, want)
+        values = rng.standard_normal(want[key].shape)
+        want[key] = values
+        x[key] = values
+        _same(x, want)
+    for bad in (numpy.ones(3, bool), numpy.ones((4, 4), bool), numpy.ones((2, 5), bool)):
+        with pytest.raises(IndexError):
+            want[bad]
+        with pytest.raises(IndexError):
+            x[bad]
+        with pytest.raises(IndexError):
+            x[bad] = 1.0
+    _same(x, want)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_host_and_narray_indices_together_are_numpys(seed):
+    mv.init()
+    rng = numpy.random.default_rng(300 + seed)
+    n, k = int(rng.integers(1, 9)), int(rng.integers(1, 5))
+    want = rng.standard_normal((n, k))
+    y = rng.integers(0, k, n)
+    x, y_mv = mv.array(want), mv.array(y)
+    _same(x[range(n), y_mv], want[range(n), y])            # spiral_net's loss
+    _same(x[y_mv % n, [k - 1]], want[y % n, [k - 1]])
+    want[range(n), y] -= 1                                 # and its gradient
+    x[range(n), y_mv] -= 1
+    _same(x, want)
+    want[numpy.arange(n)[::-1], y] = numpy.arange(n) * 0.5
+    x[numpy.arange(n)[::-1], y_mv] = mv.arange(n) * 0.5
+    _same(x, want)
+    table_np = y % min(n, k)   # an index read from the written array: copied first
+    table = mv.array(table_np)
+    table[numpy.arange(n)] = table[table]
+    table_np[numpy.arange(n)] = table_np[table_np]
+    _same(table, table_np)
+    table[table] = mv.arange(n)   # the index is the written array itself
+    table_np[table_np.copy()] = numpy.arange(n)
+    _same(table, table_np)
+    if n > 1:   # index shapes that do not broadcast: the shape rule's error, now
+        with pytest.raises(IndexError):
+            x[range(n), mv.zeros(n + 1, "int64")]
+        with pytest.raises(IndexError):
+            x[range(n), mv.zeros(n + 1, "int64")] = 1.0

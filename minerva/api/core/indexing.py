@@ -30,7 +30,7 @@ from minerva.builder import COPY, SEAM, build, note_write, same_buffer, to_narra
 from minerva.common.errors import (DTypeError, IntegerOverflowError, ShapeError,
                                    ShapeIndexError)
 from minerva.current import Runtime, get_system
-from minerva.narray import HOST_READS, NArray
+from minerva.narray import COPIED_SCALARS, HOST_READS, NArray
 from minerva.ops import registry, scalar_masks, views
 from minerva.ops.dtypes import NUMERIC_KINDS
 from minerva.ops.registry import ArraySpec
@@ -41,9 +41,6 @@ FILL = registry.get("fill")
 ASSIGN = registry.get("assign")
 
 
-COPIED_SCALARS = "biufcmMUS"
-"""Kinds whose NumPy scalars are copies (a structured element, ``np.void``, is a view of
-its array in NumPy: read lazily, never as an alias of minerva's buffer)."""
 
 
 def getitem(x: NArray, key):
@@ -88,48 +85,68 @@ FRONT = (ARRAY,)
 
 
 def _take_now(x: NArray, layout: tuple, arrays: list):
-    """``x[index]`` gathered at once where every index array is a host one (its NumPy
-    array, not uploaded: the engine's ``run_host``) and nothing records at the seam;
-    None where it takes ``build``'s way (nothing done)."""
-    if SEAM.hooks or not _all_host(arrays):
+    """``x[index]`` gathered at once where nothing records at the seam and some index
+    arrays are host ones: the kernel reads their NumPy arrays as they are, not uploaded
+    (the engine's ``run_host``); None where it takes ``build``'s way (nothing done)."""
+    if SEAM.hooks or not _any_host(arrays):
         return None
+    inputs, host = _split([x], arrays)
     attrs = {"layout": layout}
     shape = x._spec.shape
-    if layout == FRONT and shape:   # x[idx]: the index's shape, then x's other axes
+    if layout == FRONT and shape and len(inputs) == 1:   # x[idx]: idx's shape, x's others
         spec = ArraySpec(arrays[0].shape + shape[1:], x._spec.dtype)
     else:
-        spec = _inferred(TAKE, [x._spec] + [ArraySpec(a.shape, a.dtype) for a in arrays],
-                         attrs)
+        spec = _inferred(TAKE, [x._spec] + [_spec_of(a) for a in arrays], attrs)
     if spec.dtype.kind not in NUMERIC_KINDS:
         return None
     system = Runtime.system or get_system()
-    storage = system.engine.run_host(TAKE, attrs, [x._storage], tuple(arrays), spec,
-                                     system.current_device(),
-                                     None if x._view is None else [x._view])
+    storage = system.engine.run_host(TAKE, attrs, [y._storage for y in inputs], host, spec,
+                                     system.current_device(), _views(inputs))
     return None if storage is None else NArray(storage, None, spec)
 
 
 def _put_now(x: NArray, inputs: list, arrays: list, attrs: dict) -> bool:
-    """``x[index] = value`` written at once where every index array is a host one (as
-    ``_take_now``), ``inputs`` (the value, or none for a scalar) does not read ``x``'s
-    buffer, and nothing records at the seam; whether it was (else nothing done)."""
+    """``x[index] = value`` written at once where nothing records at the seam, some index
+    arrays are host ones (as ``_take_now``) and no input (``inputs``: the value, or none
+    for a scalar, then the NArray indices) reads ``x``'s buffer; whether it was (else
+    nothing done)."""
     written = x._storage
-    if SEAM.hooks or not _all_host(arrays):
+    if SEAM.hooks or not _any_host(arrays):
         return False
+    if inputs or attrs["layout"] != FRONT or not x._spec.shape:   # else nothing to check
+        _inferred(PUT, [v._spec for v in inputs] + [_spec_of(a) for a in arrays], attrs)
+    inputs, host = _split(inputs, arrays)
     for value in inputs:
         if value._storage is written:   # the general path copies it first
             return False
-    if inputs or attrs["layout"] != FRONT or not x._spec.shape:   # else nothing to check
-        _inferred(PUT, [v._spec for v in inputs] + [ArraySpec(a.shape, a.dtype)
-                                                   for a in arrays], attrs)
-    views_read = None
-    for value in inputs:
-        if value._view is not None:
-            views_read = [value._view]
     current = written.current
     return (Runtime.system or get_system()).engine.run_host(
-        PUT, attrs, [v._storage for v in inputs], tuple(arrays), current.spec,
-        current.device_id, views_read, written, x._view) is not None
+        PUT, attrs, [v._storage for v in inputs], host, current.spec, current.device_id,
+        _views(inputs), written, x._view) is not None
+
+
+def _split(inputs: list, arrays: list) -> tuple:
+    """``(NArray operands, host ones)``: ``inputs`` then the NArrays of index ``arrays``,
+    and ``(position, NumPy array)`` of each host one among all those operands."""
+    device, host = list(inputs), []
+    for position, array in enumerate(arrays, len(inputs)):
+        if type(array) is np.ndarray:
+            host.append((position, array))
+        else:
+            device.append(array)
+    return device, tuple(host)
+
+
+def _spec_of(array):
+    return ArraySpec(array.shape, array.dtype) if type(array) is np.ndarray else array._spec
+
+
+def _views(inputs: list):
+    """The views of ``inputs`` (one per input), or None when none is a view."""
+    for x in inputs:
+        if x._view is not None:
+            return [y._view for y in inputs]
+    return None
 
 
 def _inferred(op_def, specs: list, attrs: dict):
@@ -142,11 +159,11 @@ def _inferred(op_def, specs: list, attrs: dict):
         raise
 
 
-def _all_host(arrays: list) -> bool:
+def _any_host(arrays: list) -> bool:
     for array in arrays:
-        if type(array) is not np.ndarray:
-            return False
-    return True
+        if type(array) is np.ndarray:
+            return True
+    return False
 
 
 def _uploaded(arrays: list) -> list:
@@ -316,14 +333,15 @@ def _advanced(x: NArray, items: tuple, keep_masks: bool = False):
             layout.append(ARRAY)
             arrays.append(item)
         else:
-            for part in _index_arrays(x, item, layout):
+            parts, from_mask = _index_arrays(x, item, layout)
+            for part in parts:
                 layout.append(ARRAY)
-                host.append((len(arrays), part))
+                host.append((len(arrays), part, from_mask))
                 arrays.append(None)
     layout = tuple(layout)
     checked = _picks_any(layout, arrays, host)
-    for slot, values in host:
-        if checked and not _within(values, x.shape):
+    for slot, values, from_mask in host:
+        if checked and not from_mask and not _within(values, x.shape):
             check_index_array(values, x.shape, layout, slot)
         arrays[slot] = values
     return layout, arrays
@@ -347,11 +365,16 @@ def _picks_any(layout: tuple, arrays: list, host: list) -> bool:
     """Whether the index arrays broadcast to a non-empty shape: NumPy checks the bounds
     of the indices it uses, so none when they pick no element (``x[[5], []]``) or do not
     broadcast (the shape error comes first)."""
-    if len(arrays) == 1 and host and bool not in map(type, layout):   # no 0-d masks
-        return host[0][1].size > 0   # one host array alone: whether it is empty
+    if host and len(host) == len(arrays) and bool not in map(type, layout):   # host alone
+        shape = host[0][1].shape
+        for _, values, _ in host:
+            if values.shape != shape:
+                break
+        else:   # of one shape: whether it is empty
+            return math.prod(shape) > 0
     if any(a is not None and a.dtype == np.bool_ for a in arrays):
         return True  # an NArray mask: how many it picks is not known here
-    shapes = [a.shape for a in arrays if a is not None] + [v.shape for _, v in host]
+    shapes = [a.shape for a in arrays if a is not None] + [v.shape for _, v, _ in host]
     shapes += [(int(item),) for item in layout if scalar_masks.is_scalar_mask(item)]
     try:
         return math.prod(np.broadcast_shapes(*shapes)) > 0
@@ -375,7 +398,8 @@ def _scalar_mask_value(item) -> bool:
 
 
 def _index_arrays(x: NArray, item, layout: list) -> tuple:
-    """Host integer index arrays for one index item: itself, or a mask's ``nonzero()``."""
+    """``(host integer index arrays, whether they are a mask's)`` for one index item:
+    itself, or a mask's ``nonzero()`` (within the axes it matches: no bounds to check)."""
     if isinstance(item, NArray):  # a mask: the result's shape depends on its values
         item = to_narray(item, "index").to_numpy()
     values = np.asarray(list(item) if isinstance(item, range) else item)
@@ -383,11 +407,11 @@ def _index_arrays(x: NArray, item, layout: list) -> tuple:
         values = values.astype(np.intp)
     _check_index_dtype(values.dtype)
     if values.dtype != np.bool_:
-        return (values.astype(np.intp, copy=False),)
+        return (values.astype(np.intp, copy=False),), False
     axis = sum(1 for it in layout if scalar_masks.consumes_axis(it))
     if Ellipsis in layout or x.shape[axis:axis + values.ndim] != values.shape:
         _check_mask_shape(x, values, layout)
-    return tuple(p.astype(np.intp, copy=False) for p in np.nonzero(values))
+    return tuple(p.astype(np.intp, copy=False) for p in np.nonzero(values)), True
 
 
 def _check_mask_shape(x: NArray, mask: np.ndarray, layout: list) -> None:
