@@ -46,6 +46,10 @@ GOALS = {"eager_median": 0.75, "eager_max": 1.2, "jit_median": 0.4}
 ONLY_VARIABLE = "MINERVA_BENCHPRESS_ONLY"
 """An environment variable: a comma-separated list of program names runs only those
 (``MINERVA_BENCHPRESS_ONLY=gauss,lu python tools/bench.py benchpress``)."""
+MODES_VARIABLE = "MINERVA_BENCHPRESS_MODES"
+"""An environment variable: a comma-separated list of modes; ``numpy`` and ``minerva``
+always run, ``jit`` when it is named or the variable unset (``MINERVA_BENCHPRESS_MODES=
+minerva python tools/bench.py benchpress`` times the eager runs alone)."""
 THREADS = 2
 SEED = 42
 TOLERANCE = 1e-6
@@ -321,7 +325,9 @@ MODES = ("numpy", "minerva", "jit")
 def measure(name: str, size: str, repeat: int) -> tuple[dict, dict]:
     """Median seconds of each mode of program ``name`` at ``size``, run in turns after one
     round of warm-up, and each mode's last clock."""
-    modes = [m for m in MODES if m != "jit" or PROGRAMS[name].jit is not None]
+    asked = [m for m in os.environ.get(MODES_VARIABLE, "").split(",") if m]
+    modes = [m for m in MODES if m != "jit" or (PROGRAMS[name].jit is not None
+                                                  and (not asked or m in asked))]
     samples = {mode: [] for mode in modes}
     last = {}
     for turn in range(repeat + 1):
