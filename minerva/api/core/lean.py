@@ -1,18 +1,21 @@
 """The optional C accelerator of the lean path (``minerva._lean``), configured here.
 
-An NArray operator (``x + 1.0``, ``x * y``, ``1.0 - x``) runs in C from its slot to the
-result handle when its operands are whole, computed values on a CPU device and the op is
-small enough for the calling thread, while nothing listens at the op-building seam: the
-same steps as ``builder.build`` → ``DirectPath.run_lean``, with the shape rule's results
-cached per (op, input specs, scalar type). While a trace records (the Recorder alone,
-``HookBus.lean_trace``), the op appends its own record, the tuple's fields the Recorder's
-``op_finished`` makes, in a ``Record`` the garbage collector does not count. Anything
-else — a view, a pending input, a write, a temporary to elide, another listener,
-autograd, jit — goes to the Python operator the C one stands in front of, before anything
-has changed. In front of their Python twins too: ``Storage.__del__`` (a ``Finalizer``),
-``PooledDataStore.free`` and ``alloc_array`` (``StoreMethod``: the recent-block stack's
-O(1) paths, with their memory records) and ``NArray.__getitem__`` (``Element``: ``x[i]``,
-``x[i, j]`` of a whole computed value read at once). The results, errors,
+An NArray operator (``x + 1.0``, ``x * y``, ``1.0 - x``, ``x < 2``, ``x += y``), a
+matrix product (``x @ y``, ``np.dot``: ``product``), a reduction (``x.sum(axis=0)``:
+``reduction``) and a basic-index write (``x[i] = v``: ``setitem``) run in C from the
+call to the result when the operands are computed values (whole, or plain views) on a
+CPU device and the op is small enough for the calling thread, while nothing listens at
+the op-building seam: the same steps as ``builder.build`` → ``DirectPath.run_lean``, with
+the shape rule's results cached per (op, input specs, scalar type or attributes). While a
+trace records (the Recorder alone, ``HookBus.lean_trace``), the op appends its own
+record, the tuple's fields the Recorder's ``op_finished`` makes, in a ``Record`` the
+garbage collector does not count. Anything else — a pending input, a temporary to elide,
+another listener, autograd, jit — goes to the Python function the C one stands in front
+of, before anything has changed. In front of their Python twins too: ``Storage.__del__``
+(a ``Finalizer``), ``PooledDataStore.free`` and ``alloc_array`` (``StoreMethod``: the
+recent-block stack's O(1) paths, with their memory records), ``NArray.__getitem__``
+(``Element``: ``x[i]``, ``x[i, j]`` of a whole computed value read at once) and
+``NArray.__array_ufunc__`` (``ArrayUfunc``: ``np.float64(h) * x``). The results, errors,
 floating-point reports, memory figures and trace records are the Python path's; the test
 suite runs on both (``MINERVA_ACCEL=0`` turns the accelerator off; without a C compiler
 at install time there is none, and minerva runs the Python path).
