@@ -146,6 +146,18 @@ class DirectPath:
             array = data.array if view is None else device.view(data.array, view)
             return array[index]
 
+    def _computed_arrays(self, storages, device_id):
+        """Under the lock: the arrays of ``storages``' current values when each is
+        computed on ``device_id`` with no writer, in this engine; else None."""
+        arrays = []
+        for storage in storages:
+            data = storage.current
+            if data.state != COMPLETED or data.writer is not None \
+                    or data.device_id != device_id or storage.engine is not self:
+                return None
+            arrays.append(data.array)
+        return arrays
+
     def _try_direct(self, op_def, attrs, storages, spec, device_id, created_at, views,
                     writes, out_views):
         """Run a tiny op now on this thread when it can be (the lean path, else the
@@ -210,14 +222,8 @@ class DirectPath:
                 if self._releases else (None, None)
             ready = not self.closed and self.n_inflight < self.max_pending and (
                 total <= AHEAD_BYTES or not self.n_inflight or written is not None)
-            arrays = []
-            for storage in storages:   # the inputs: computed values here, no writer
-                data = storage.current
-                if data.state != COMPLETED or data.writer is not None \
-                        or data.device_id != device_id or storage.engine is not self:
-                    ready = False
-                    break
-                arrays.append(data.array)
+            arrays = self._computed_arrays(storages, device_id) if ready else None
+            ready = arrays is not None
             blas = ready and op_def.blas   # its device's BLAS threads, never waited for
             if blas:
                 ready = blas = device.try_hold_blas()
@@ -295,14 +301,8 @@ class DirectPath:
                 if self._releases else (None, None)
             ready = not self.closed and self.n_inflight < self.max_pending and (
                 total <= AHEAD_BYTES or not self.n_inflight)
-            arrays = []
-            for storage in storages:
-                data = storage.current
-                if data.state != COMPLETED or data.writer is not None \
-                        or data.device_id != device_id or storage.engine is not self:
-                    ready = False
-                    break
-                arrays.append(data.array)
+            arrays = self._computed_arrays(storages, device_id) if ready else None
+            ready = arrays is not None
             if not ready:
                 if block is not None:
                     store.free(block)
