@@ -10,14 +10,20 @@ launcher decides the job's exit status: ``MPI_Finalize`` waits for every rank to
 too, and a rank that exits *without* finalizing makes the launcher end the others at once
 and report that rank's status alone. A rank that lost communication and skipped
 finalizing would thus end a failed rank waiting in its finalize, and the job would exit
-with the survivor's status (0). After a loss the wait is bounded: past the timeout, the
-rank exits with status 1 (see :func:`exit_after`).
+with the survivor's status (0). After a loss the wait is bounded: every rank first meets
+the others in a barrier on a communicator kept for the exit alone; a rank that lost
+communication waits there at most the timeout and, if some rank never comes, exits with
+status 1 without entering ``MPI_Finalize`` (the launcher then ends the rest and reports
+that 1). Ending a rank inside ``MPI_Finalize``'s own barrier instead can trip the
+launcher (MPICH's hydra then reports its own status 255).
 """
 from __future__ import annotations
 
 import contextlib
 import faulthandler
+import os
 import sys
+import time
 
 import numpy as np
 
@@ -27,6 +33,7 @@ from minerva.distributed.header import HEADER_LEN
 from minerva.distributed.transport import Transport, poll
 
 log = get_logger("minerva.distributed")
+EXIT_POLL_S = 0.005  # the exit barrier's polling pause
 INSTALL_HINT = "pip install 'minerva[dist]' (mpi4py and an MPI such as mpich)"
 
 
@@ -49,14 +56,16 @@ def load_mpi():
 
 class MpiTransport(Transport):
     """Collectives over a private duplicate of ``MPI.COMM_WORLD`` (user traffic on the
-    world communicator never mixes with ours)."""
+    world communicator never mixes with ours), and a second duplicate for the barrier at
+    exit (a collective abandoned on the first cannot block it)."""
 
     name = "mpi"
 
-    def __init__(self, mpi, comm, timeout: float):
+    def __init__(self, mpi, comm, timeout: float, exit_comm=None):
         super().__init__()
         self.mpi = mpi
         self.comm = comm
+        self.exit_comm = exit_comm
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
         self.timeout = timeout
@@ -69,7 +78,7 @@ class MpiTransport(Transport):
         if not mpi.Is_initialized():
             mpi.Init_thread(mpi.THREAD_MULTIPLE)
         comm = mpi.COMM_WORLD.Dup()
-        transport = cls(mpi, comm, timeout)
+        transport = cls(mpi, comm, timeout, exit_comm=mpi.COMM_WORLD.Dup())
         host = comm.Split_type(mpi.COMM_TYPE_SHARED)
         transport.local_size = host.Get_size()
         host.Free()
@@ -108,11 +117,12 @@ class MpiTransport(Transport):
         self._wait(self.comm.Ibarrier(), deadline, "barrier")
 
     def finalize(self, healthy: bool, interrupted: bool = False) -> None:
-        """Finalize MPI, so that the launcher sees this rank's own exit status.
-        ``healthy``: free our communicator first and wait for the other ranks however
-        long they take. Broken: leave the communicator (a collective may hang on it) and
-        wait at most ``timeout`` seconds, then exit with status 1. ``interrupted``
-        (Ctrl-C, which every rank got): do not finalize, exit at once."""
+        """Meet the other ranks at exit and finalize MPI, so that the launcher sees this
+        rank's own exit status. ``healthy``: free our communicators and wait for the
+        other ranks however long they take. Broken: wait at most ``timeout`` seconds for
+        the others at the exit barrier, else exit with status 1 at once; then finalize
+        within another ``timeout`` (the communicator with abandoned collectives is left
+        as it is). ``interrupted`` (Ctrl-C, which every rank got): do not finalize."""
         if interrupted:
             log.warning("dist_mpi_not_finalized", rank=self.rank, reason=self.interrupted)
             return
@@ -120,6 +130,10 @@ class MpiTransport(Transport):
             log.warning("dist_mpi_finalize_after_loss", rank=self.rank,
                         limit_s=self.timeout)
         try:
+            if not self._met_at_exit(None if healthy else self.timeout):
+                log.error("dist_mpi_exit_unmet", rank=self.rank, limit_s=self.timeout)
+                _flush_stdio()
+                os._exit(1)
             if healthy:
                 self.comm.Free()
             with exit_after(None if healthy else self.timeout):
@@ -127,6 +141,21 @@ class MpiTransport(Transport):
                     self.mpi.Finalize()
         except Exception as err:  # at exit: report, never raise
             log.warning("dist_mpi_finalize_failed", rank=self.rank, error=repr(err))
+
+    def _met_at_exit(self, seconds: float | None) -> bool:
+        """The exit barrier: True once every rank reached it, False past ``seconds``
+        (None: no limit)."""
+        if self.exit_comm is None:
+            return True
+        request = self.exit_comm.Ibarrier()
+        deadline = None if seconds is None else time.monotonic() + seconds
+        while not request.Test():
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            time.sleep(EXIT_POLL_S)
+        self.exit_comm.Free()
+        self.exit_comm = None
+        return True
 
     def _wait(self, request, deadline, what: str, data: bool = False) -> None:
         poll(request.Test, deadline, self, what, self.timeout, data)
