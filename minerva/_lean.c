@@ -35,8 +35,11 @@ typedef struct { PyObject *type, *value, *tb; } Held;
 #include "_lean_parts/write.c"
 #include "_lean_parts/run.c"
 #include "_lean_parts/twin.c"
+#include "_lean_parts/basic_view.c"
 #include "_lean_parts/operator.c"
 #include "_lean_parts/reduction.c"
+#include "_lean_parts/any_op.c"
+#include "_lean_parts/new_array.c"
 #include "_lean_parts/setitem.c"
 #include "_lean_parts/array_ufunc.c"
 #include "_lean_parts/store_methods.c"
@@ -82,9 +85,11 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             take_type(kwargs, "DataNode", &DataNodeType) < 0 ||
             take_type(kwargs, "ArraySpec", &SpecType) < 0 ||
             take_type(kwargs, "Block", &BlockType) < 0 ||
+            take_type(kwargs, "BaseLink", &BaseLinkType) < 0 ||
             take(kwargs, "Runtime", &Runtime) < 0 || take(kwargs, "SEAM", &Seam) < 0 ||
             take(kwargs, "new_node_id", &NewNodeId) < 0 ||
             take(kwargs, "extobj", &ExtObj) < 0 || take(kwargs, "decoded", &Decoded) < 0 ||
+            take(kwargs, "caller_state", &CallerState) < 0 ||
             take(kwargs, "direct_records", &DirectRecords) < 0 ||
             take(kwargs, "numpy", &Numpy) < 0 || take(kwargs, "failed", &Failed) < 0 ||
             take(kwargs, "reported", &Reported) < 0 ||
@@ -109,7 +114,8 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             take(kwargs, "blas", &Blas) < 0 || take(kwargs, "blas_cond", &BlasCond) < 0 ||
             take(kwargs, "blas_lock", &BlasLock) < 0 ||
             take(kwargs, "blas_queue", &BlasQueue) < 0 ||
-            take(kwargs, "scalar_result_ops", &ScalarResultOps) < 0)
+            take(kwargs, "scalar_result_ops", &ScalarResultOps) < 0 ||
+            take(kwargs, "from_host", &FromHost) < 0 || take(kwargs, "asarray", &Asarray) < 0)
         goto fail;
     if (!PyContextVar_CheckExact(ExtObj) || !PyDict_Check(Decoded) ||
             !PyList_Check(DirectRecords) || !PyUnicode_Check(PackageDir) ||
@@ -128,7 +134,8 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             slot_offsets(StorageType, StorageSlots, StorageOff, S_N) < 0 ||
             slot_offsets(DataNodeType, DataSlots, DataOff, D_N) < 0 ||
             slot_offsets(SpecType, SpecSlots, SpecOff, P_N) < 0 ||
-            slot_offsets(BlockType, BlockSlots, BlockOff, B_N) < 0)
+            slot_offsets(BlockType, BlockSlots, BlockOff, B_N) < 0 ||
+            slot_offsets(BaseLinkType, LinkSlots, LinkOff, L_N) < 0)
         goto fail;
     cache_clear(module, NULL);
     Py_DECREF(completed); Py_DECREF(ahead); Py_DECREF(elide); Py_DECREF(granule);
@@ -142,6 +149,9 @@ static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Hand over the runtime's classes and constants (minerva.api.core.lean)."},
     {"clear_cache", cache_clear, METH_NOARGS, "Forget the cached shape rules."},
+    {"run_op", (PyCFunction)(void (*)(void))run_op, METH_FASTCALL,
+     "run_op(op_def, attrs, inputs, spec): the lean path of one op `builder.build` builds "
+     "(its result handle), or None for the Python path."},
     {NULL}};
 
 static struct PyModuleDef module_def = {
@@ -183,6 +193,8 @@ PyInit__lean(void)
     INTERN(s_threads, "threads"); INTERN(s_itemsize, "itemsize");
     INTERN(s__count, "_count"); INTERN(s__users, "_users");
     INTERN(s_notify_all, "notify_all"); INTERN(s___call__, "__call__");
+    INTERN(s_shape, "shape"); INTERN(s_nbytes, "nbytes");
+    INTERN(s_impl, "impl"); INTERN(s_elementwise, "elementwise"); INTERN(s_out, "out");
     INTERN(s_device_id, "device_id"); INTERN(s_label, "label"); INTERN(s_empty, "");
     Zero = PyLong_FromLong(0);
     One = PyLong_FromLong(1);
@@ -197,7 +209,8 @@ PyInit__lean(void)
             PyType_Ready(&RecordType) < 0 || PyType_Ready(&MemRecordType) < 0 ||
             PyType_Ready(&StoreMethodType) < 0 ||
             PyType_Ready(&ElementType) < 0 || PyType_Ready(&ReductionType) < 0 ||
-            PyType_Ready(&SetItemType) < 0 || PyType_Ready(&ArrayUfuncType) < 0)
+            PyType_Ready(&SetItemType) < 0 || PyType_Ready(&ArrayUfuncType) < 0 ||
+            PyType_Ready(&TransposedType) < 0 || PyType_Ready(&NewArrayType) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
@@ -209,7 +222,9 @@ PyInit__lean(void)
             PyModule_AddObjectRef(module, "Element", (PyObject *)&ElementType) < 0 ||
             PyModule_AddObjectRef(module, "Reduction", (PyObject *)&ReductionType) < 0 ||
             PyModule_AddObjectRef(module, "SetItem", (PyObject *)&SetItemType) < 0 ||
-            PyModule_AddObjectRef(module, "ArrayUfunc", (PyObject *)&ArrayUfuncType) < 0) {
+            PyModule_AddObjectRef(module, "ArrayUfunc", (PyObject *)&ArrayUfuncType) < 0 ||
+            PyModule_AddObjectRef(module, "Transposed", (PyObject *)&TransposedType) < 0 ||
+            PyModule_AddObjectRef(module, "NewArray", (PyObject *)&NewArrayType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

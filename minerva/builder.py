@@ -65,10 +65,13 @@ def build(op_def, inputs, attrs=EMPTY, out=None):
             # the lean path first: a tiny op of computed inputs runs here and now (an
             # element-wise one reading a view keeps its inputs' order: ``_keep_order``)
             if views is None or not op_def.elementwise:
-                storage = system.engine.run_lean(op_def, attrs, [x._storage for x in inputs],
-                                                 spec, system.current_device(), views)
-                if storage is not None:
-                    result = NArray(storage, None, spec)
+                result = ACCELERATOR.run_op(op_def, attrs, inputs, spec)
+                if result is None:
+                    storage = system.engine.run_lean(
+                        op_def, attrs, [x._storage for x in inputs], spec,
+                        system.current_device(), views)
+                    if storage is not None:
+                        result = NArray(storage, None, spec)
         if result is None:
             result = _fresh(system, op_def, inputs, attrs, out_specs)
         if not spec.shape and op_def.name in SCALAR_RESULT_OPS:
@@ -76,6 +79,22 @@ def build(op_def, inputs, attrs=EMPTY, out=None):
     if SEAM.hooks:
         SEAM.notify(op_def, attrs, inputs, result, out)
     return result
+
+
+def _no_accelerator(op_def, attrs, inputs, spec):
+    return None
+
+
+class Accelerator:
+    """What the optional C accelerator lends ``build`` (``minerva.api.core.lean`` sets
+    it when it is active): ``run_op(op_def, attrs, inputs, spec)``, the lean path of one
+    op over NArrays ``inputs`` in C — its result handle, or None (nothing done) for the
+    Python one."""
+
+    run_op = staticmethod(_no_accelerator)
+
+
+ACCELERATOR = Accelerator()
 
 
 SCALAR_RESULT_OPS: set = set()

@@ -9,6 +9,7 @@ static PyObject *Seam;             /* minerva.builder.SEAM (its `hooks`, per thr
 static PyObject *NewNodeId;        /* minerva.dag.nodes.new_node_id */
 static PyObject *ExtObj;           /* NumPy's error-state context variable */
 static PyObject *Decoded;          /* fp_errors._DECODED: captured -> (ErrState, captured) */
+static PyObject *CallerState;      /* fp_errors.caller_state, which decodes a new state */
 static PyObject *DirectRecords;    /* fp_errors.DIRECT_RECORDS (a list) */
 static PyObject *Numpy;            /* the numpy module (a CPU device's xp) */
 static PyObject *Failed;           /* lean.failed(engine, op_def, spec, device, block, target, exc) */

@@ -126,6 +126,10 @@ element_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
         if (element != Py_None)
             return element;
         Py_DECREF(element);
+        PyObject *view = view_lean(args[0], args[1]);
+        if (view != Py_None)
+            return view;
+        Py_DECREF(view);
     }
     return PyObject_Vectorcall(self->python, args, nargsf, kwnames);
 }

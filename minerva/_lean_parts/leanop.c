@@ -3,23 +3,28 @@
 
 /* ---- the lean op ------------------------------------------------------------------- */
 
+#define LEAN_INPUTS 4   /* at most so many array inputs */
+#define LEAN_KW 8       /* ... and keyword arguments before `out` */
+#define LEAN_OPERANDS (LEAN_INPUTS + 1)   /* the inputs' arrays, and xp or a scalar */
+
 /* What one lean op needs, gathered before the engine lock. */
 typedef struct {
     PyObject *engine, *device, *device_id, *store, *lock, *releases;
     PyObject *op, *name, *ufunc, *spec;    /* borrowed */
-    PyObject *inputs[2];                   /* storages, borrowed */
+    PyObject *inputs[LEAN_INPUTS];         /* storages, borrowed */
     int n_inputs;
-    PyObject *call_args[3];                /* the ufunc's operands and out */
+    PyObject *call_args[LEAN_INPUTS];      /* the inputs' arrays (borrowed, or `viewed`) */
     Py_ssize_t nbytes, total;
     PyObject *record, *track;              /* while a trace records: its append, the track */
     PyObject *exc;                         /* the kernel's exception, for the record */
     long long started;                     /* when the kernel began (ns), for the record */
     PyObject *written;                     /* a write's storage (`x += y`), borrowed; or NULL */
     PyObject *target_handle;               /* the written handle (`x`), borrowed */
-    PyObject *views[2], *specs[2];         /* the inputs' views (NULL: whole), specs: borrowed */
-    PyObject *viewed[2];                   /* the arrays seen through the views (new) */
+    PyObject *views[LEAN_INPUTS];          /* the inputs' views (NULL: whole), borrowed */
+    PyObject *specs[LEAN_INPUTS];          /* their handles' specs, borrowed */
+    PyObject *viewed[LEAN_INPUTS];         /* the arrays seen through the views (new) */
     int blas;                              /* the kernel calls BLAS: the device's count held */
-    PyObject *kw[2];                       /* keyword arguments before `out` (borrowed) */
+    PyObject *kw[LEAN_KW];                 /* keyword arguments before `out` (borrowed) */
     PyObject *kwnames;                     /* their names and "out"; NULL: `out` alone */
     int n_kw;
     int out_first;                         /* kernel(target, operands..., **kw): a write */
@@ -32,8 +37,9 @@ lean_clear(LeanOp *L)
 {
     Py_CLEAR(L->engine); Py_CLEAR(L->device); Py_CLEAR(L->device_id); Py_CLEAR(L->store);
     Py_CLEAR(L->lock); Py_CLEAR(L->releases); Py_CLEAR(L->record); Py_CLEAR(L->track);
-    Py_CLEAR(L->exc); Py_CLEAR(L->viewed[0]); Py_CLEAR(L->viewed[1]);
-    Py_CLEAR(L->write_key);
+    Py_CLEAR(L->exc); Py_CLEAR(L->write_key);
+    for (int i = 0; i < LEAN_INPUTS; i++)
+        Py_CLEAR(L->viewed[i]);
 }
 
 /* The ufunc into `target` (its keywords `L->kw` before `out`), under the caller's error
@@ -42,7 +48,7 @@ static int
 run_kernel(LeanOp *L, PyObject *errstate, PyObject *target, PyObject *const *operands,
            int n_operands)
 {
-    PyObject *args[6];
+    PyObject *args[1 + LEAN_OPERANDS + LEAN_KW + 1];
     int k = 0;
     if (L->out_first)   /* `target.fill(value)`, `copyto(target, x, casting=...)` */
         args[k++] = target;

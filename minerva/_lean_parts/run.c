@@ -158,7 +158,7 @@ lean_body(LeanOp *L, PyObject *block, PyObject *errstate, PyObject *const *opera
     if (got <= 0)
         return got < 0 ? NULL : Py_NewRef(Py_None);
     /* operands: the inputs' arrays, the scalar where there is one */
-    PyObject *args[2];
+    PyObject *args[LEAN_OPERANDS];
     for (int i = 0, j = 0; i < n_operands; i++)   /* NULL: the next input's array */
         args[i] = operands[i] != NULL ? operands[i] : L->call_args[j++];
     if (L->record != NULL)
@@ -209,9 +209,13 @@ static PyObject *
 lean_run(LeanOp *L, PyObject *const *operands, int n_operands)
 {
     PyObject *errstate = caller_state();
-    if (errstate == NULL)
-        Py_RETURN_NONE;   /* not decoded yet: the Python path decodes it */
-    Py_INCREF(errstate);
+    if (errstate == NULL) {   /* not decoded yet: decoded now (`fp_errors.caller_state`) */
+        errstate = PyObject_CallNoArgs(CallerState);
+        if (errstate == NULL)
+            return NULL;
+    } else {
+        Py_INCREF(errstate);
+    }
     PyObject *later = NULL, *out = NULL;
     PyObject *r = lock_acquire(L->lock);
     if (r == NULL) {

@@ -52,6 +52,11 @@ def _iter(self):
     return iteration.iterate(self)
 
 
+def _transposed(self):
+    """``x.T``: the view with the axes reversed."""
+    return manipulation.transpose(self)
+
+
 def _delitem(self, key):
     raise ValueError("cannot delete array elements")
 
@@ -199,7 +204,7 @@ METHODS: dict = {
     "copy": _copy, "fill": _fill, "to": _to, "to_device": _to, "astype": _astype,
     # shapes and views
     "reshape": _reshape, "transpose": _transpose, "flatten": _flatten,
-    "T": property(lambda self: manipulation.transpose(self)),
+    "T": property(lean.transposed(_transposed)),
     "mT": property(lambda self: manipulation.swapaxes(self, -1, -2)),
     "ravel": manipulation.ravel, "squeeze": manipulation.squeeze,
     "swapaxes": manipulation.swapaxes, "repeat": shaping.repeat,

@@ -47,4 +47,10 @@ registry.use_blas((
 
 registry.memoize_infer(
     reductions.REDUCTIONS + reductions.ARG_REDUCTIONS + elementwise.UNARY
-    + ("matmul", "tensordot", "take_index", "put_index", "clip", "where"))
+    + ("matmul", "tensordot", "take_index", "put_index", "clip", "where")
+    + ("norm", "vector_norm", "astype", "copy", "assign", "concatenate", "stack",   # joins,
+       "roll", "outer", "pad", "repeat", "tile", "reshape", "transpose", "diff",    # copies
+       "cumulative", "sort", "argsort", "isclose", "std", "var", "average", "median",
+       "quantile", "percentile", "count_nonzero", "round", "nan_to_num", "real_part",
+       "solve", "inv", "det", "einsum", "inner", "vdot", "cross", "kron", "tri",
+       "triangle", "eye", "searchsorted"))

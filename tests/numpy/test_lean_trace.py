@@ -39,11 +39,13 @@ kept = [x * float(i) for i in range(5)]      # fresh outputs: the store's fast p
 y = kept[0] - kept[4]
 m = mv.ones((3, 4)) @ mv.ones(4)             # a product, its BLAS count held
 s = m.sum() + m.max(axis=0, keepdims=True)   # reductions, a scalar result
+n = mv.linalg.norm(m) + mv.concatenate([m[1:], m[::-1]]).argmax()   # any op, views
+v = mv.array([1.0, 2.0, 3.0, 4.0]).T * 2.0   # an array of plain numbers
 m[1:] = 2.0                                  # basic-index writes: fill, assign
 m[:1] = s
 with numpy.errstate(divide="raise"):
     bad = mv.ones(3, dtype="int64") // 0     # a kernel that raises
-del kept, bad, m, s
+del kept, bad, m, s, n, v
 try:
     mv.wait_for_all()
 except Exception as failure:                 # the failed op's error, raised once

@@ -9,6 +9,7 @@ import operator
 
 import numpy as np
 
+from minerva.api.core import lean
 from minerva.api.core.indexing import setitem
 from minerva.api.core.layout import (check_order, copy_in, fill_axes, fresh_now,
                                      laid_out_as, memory_order, upload_in)
@@ -217,6 +218,9 @@ def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0) -> NArray
     if type(ndmin) is int and not ndmin:   # the default
         return result
     return _at_least(result, operator.index(ndmin))
+
+
+array = lean.new_array(array)   # ``array([a, b, c])`` of plain numbers in C, where built
 
 
 NO_COPY = ("Unable to avoid copy while creating an array as requested (copy=False): {}. "

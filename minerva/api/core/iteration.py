@@ -1,7 +1,9 @@
 """Python-level iteration at NumPy's pace: ``for v in x``, ``x.flat`` and what iterates the
 elements of an array (``ndenumerate``).
 
-Over a 1-D array (and over ``x.flat``) the elements are read on the host **once**, when the
+Over a 1-D array of at most ``SHORT`` elements whose value is computed, each element is
+``x[i]``, read at once from that value (NumPy's scalar; a write in the loop is seen).
+Over a longer one (and over ``x.flat``) the elements are read on the host **once**, when the
 iteration starts (it waits for the value: ``exports.host_values``, no copy on a CPU
 device), and each is given as ``indexing.host_element`` decides (NumPy's scalar). If the
 loop writes into the array (the storage gets a new value), the rest is read again, so the
@@ -25,7 +27,8 @@ from minerva.api.core.creation import copy
 from minerva.api.core.indexing import getitem, host_element, setitem
 from minerva.api.core.manipulation import ravel, reshape
 from minerva.builder import SEAM, to_narray, upload
-from minerva.narray import HOST_READS, NArray
+from minerva.dag.nodes import COMPLETED
+from minerva.narray import COPIED_SCALARS, HOST_READS, NArray
 
 
 def iterate(x: NArray):
@@ -34,7 +37,19 @@ def iterate(x: NArray):
     n = x.shape[0]
     if x.ndim > 1 or _lazy():
         return (getitem(x, i) for i in range(n))
+    if n <= SHORT and x._view is None and x.dtype.kind in COPIED_SCALARS \
+            and _computed(x._storage.current):
+        return map(x.__getitem__, range(n))   # each ``x[i]`` read at once: NumPy's scalar
     return host_elements(x)
+
+
+SHORT = 16
+"""A 1-D array of at most so many elements is iterated element by element (``x[i]``,
+read at once from its computed value: no host export to set up)."""
+
+
+def _computed(data) -> bool:
+    return data.state == COMPLETED and data.writer is None
 
 
 def _lazy() -> bool:

@@ -14,7 +14,8 @@ another listener, autograd, jit — goes to the Python function the C one stands
 of, before anything has changed. In front of their Python twins too: ``Storage.__del__``
 (a ``Finalizer``), ``PooledDataStore.free`` and ``alloc_array`` (``StoreMethod``: the
 recent-block stack's O(1) paths, with their memory records), ``NArray.__getitem__``
-(``Element``: ``x[i]``, ``x[i, j]`` of a whole computed value read at once) and
+(``Element``: ``x[i]``, ``x[i, j]`` of a whole computed value read at once, and views by
+basic indices such as ``x[2]``, ``x[1:3, ::2]``), the ``T`` getter (``Transposed``) and
 ``NArray.__array_ufunc__`` (``ArrayUfunc``: ``np.float64(h) * x``). The results, errors,
 floating-point reports, memory figures and trace records are the Python path's; the test
 suite runs on both (``MINERVA_ACCEL=0`` turns the accelerator off; without a C compiler
@@ -27,14 +28,14 @@ import os
 
 import numpy as np
 
-from minerva.builder import SCALAR_RESULT_OPS, SEAM
+from minerva.builder import ACCELERATOR, FROM_HOST, SCALAR_RESULT_OPS, SEAM
 from minerva.common import callsite, fp_errors
 from minerva.common.callsite import user_callsite
 from minerva.current import Runtime
 from minerva.dag.nodes import COMPLETED, DataNode, Storage, new_node_id
 from minerva.device.base import Device, detach_traceback
 from minerva.device.cpu.blas import BLAS
-from minerva.narray import COPIED_SCALARS, HOST_READS, NArray
+from minerva.narray import COPIED_SCALARS, HOST_READS, BaseLink, NArray
 from minerva.ops import reductions, registry
 from minerva.ops.dtypes import NUMERIC_KINDS
 from minerva.ops.registry import ArraySpec
@@ -199,9 +200,23 @@ def array_ufunc(python, calls: dict, scalars: frozenset):
 
 def element(python):
     """NArray's ``__getitem__`` ``python`` with its read of one element at once in C
-    (``x[i]``, ``x[i, j]``: ints alone, one per axis, of a whole computed value) where the
-    accelerator is active; else ``python`` itself."""
+    (``x[i]``, ``x[i, j]``: ints alone, one per axis, of a whole computed value) and its
+    basic-index views (exact ints and slices, at most one per axis, while nothing records
+    at the seam) where the accelerator is active; else ``python`` itself."""
     return _lean.Element(python) if ACTIVE else python
+
+
+def new_array(python):
+    """``array`` (``python``) with ``array([a, b, c])`` of plain numbers made in C (NumPy's
+    ``asarray`` of them copied into a new value on the lean path) where the accelerator
+    is active; else ``python``."""
+    return _lean.NewArray(python) if ACTIVE else python
+
+
+def transposed(python):
+    """NArray's ``T`` getter ``python`` with the view made in C (the axes reversed, while
+    nothing records at the seam) where the accelerator is active; else ``python``."""
+    return _lean.Transposed(python) if ACTIVE else python
 
 
 def configure(elide_bytes: int) -> None:
@@ -212,8 +227,9 @@ def configure(elide_bytes: int) -> None:
         return
     _lean.configure(
         NArray=NArray, Storage=Storage, DataNode=DataNode, ArraySpec=ArraySpec,
-        Block=Block, Runtime=Runtime, SEAM=SEAM, new_node_id=new_node_id,
+        Block=Block, BaseLink=BaseLink, Runtime=Runtime, SEAM=SEAM, new_node_id=new_node_id,
         extobj=fp_errors.EXTOBJ, decoded=fp_errors.DECODED,
+        caller_state=fp_errors.caller_state,
         direct_records=fp_errors.DIRECT_RECORDS, numpy=np, failed=failed,
         reported=reported, failed_write=failed_write, numeric_kinds=NUMERIC_KINDS,
         float_scalars=FLOAT_SCALARS, ndarray=np.ndarray,
@@ -223,7 +239,8 @@ def configure(elide_bytes: int) -> None:
         PooledDataStore=PooledDataStore, round_granule=round_granule, granule=GRANULE,
         device_free=Device.free, element_now=DirectPath.element_now, host_reads=HOST_READS,
         copied_scalars=COPIED_SCALARS, blas=BLAS, scalar_result_ops=SCALAR_RESULT_OPS,
-        **BLAS.guards())
+        from_host=FROM_HOST, asarray=np.asarray, **BLAS.guards())
+    ACCELERATOR.run_op = _lean.run_op
     if not isinstance(Storage.__dict__["__del__"], _lean.Finalizer):
         Storage.__del__ = _lean.Finalizer(Storage.__del__)
     for name in ("free", "alloc_array"):   # their O(1) paths in C
