@@ -186,6 +186,37 @@ new_spec(PyObject *shape, PyObject *dtype, Py_ssize_t nbytes)
     return spec;
 }
 
+/* The spec of a view of `v`'s shape and `dtype` (new reference): one kept per (shape,
+ * dtype) in a small direct-mapped table, so that the rule caches keyed by a spec's
+ * identity find the views of a loop (`x[i] += 1` over rows) as they find whole values. */
+#define VIEW_SPECS 256
+static PyObject *ViewSpecs[VIEW_SPECS];
+
+static PyObject *
+view_spec(Layout *v, PyObject *shape, PyObject *dtype, Py_ssize_t nbytes)
+{
+    size_t h = (size_t)dtype >> 4;
+    for (Py_ssize_t i = 0; i < v->ndim; i++)
+        h = h * 1000003u + (size_t)v->shape[i];
+    PyObject **slot = &ViewSpecs[(h + (size_t)v->ndim) % VIEW_SPECS];
+    PyObject *known = *slot;
+    if (known != NULL && SLOT(known, SpecOff[P_DTYPE]) == dtype) {
+        PyObject *kshape = SLOT(known, SpecOff[P_SHAPE]);
+        Layout k;
+        if (tuple_ints(kshape, k.shape, &k.ndim) == 0 && k.ndim == v->ndim) {
+            int same = 1;
+            for (Py_ssize_t i = 0; i < v->ndim; i++)
+                same &= k.shape[i] == v->shape[i];
+            if (same)
+                return Py_NewRef(known);
+        }
+    }
+    PyObject *spec = new_spec(shape, dtype, nbytes);
+    if (spec != NULL)
+        Py_XSETREF(*slot, Py_NewRef(spec));
+    return spec;
+}
+
 /* `x._base` when it has one, else a new `BaseLink(x)`. */
 static PyObject *
 base_link(PyObject *x)
@@ -218,7 +249,7 @@ view_handle(PyObject *x, PyObject *storage, PyObject *dtype, Py_ssize_t itemsize
     Py_ssize_t nbytes = itemsize;
     for (Py_ssize_t i = 0; i < v->ndim; i++)
         nbytes *= v->shape[i];
-    PyObject *spec = view == NULL ? NULL : new_spec(shape, dtype, nbytes);
+    PyObject *spec = view == NULL ? NULL : view_spec(v, shape, dtype, nbytes);
     PyObject *base = spec == NULL ? NULL : base_link(x);
     PyObject *result = base == NULL ? NULL : NArrayType->tp_alloc(NArrayType, 0);
     if (result != NULL) {

@@ -158,9 +158,10 @@ operator_lean(Operator *self, PyObject *a, PyObject *b, int reverse)
     int binary = b != NULL && !scalar;
     PyObject *view_a = SLOT(a, ArrayOff[A_VIEW]), *view_b = binary ? SLOT(b, ArrayOff[A_VIEW]) :
         Py_None;
-    if (view_a == NULL || view_b == NULL || (self->in_place && (view_a != Py_None ||
-            (view_b != Py_None && SLOT(b, ArrayOff[A_STORAGE]) == SLOT(a, ArrayOff[A_STORAGE])))))
-        Py_RETURN_NONE;   /* a write through a view, or of a view of itself: Python's */
+    if (view_a == NULL || view_b == NULL || (self->in_place && binary &&
+            (view_a != Py_None || view_b != Py_None) &&
+            SLOT(b, ArrayOff[A_STORAGE]) == SLOT(a, ArrayOff[A_STORAGE])))
+        Py_RETURN_NONE;   /* a write of a view into its own storage: Python's */
     if (self->in_place && (SLOT(a, ArrayOff[A_READONLY]) != Py_False ||
                            SLOT(a, ArrayOff[A_SCALAR]) != Py_False))
         Py_RETURN_NONE;   /* read-only, or a NumPy scalar (rebound): the Python path */
@@ -218,6 +219,7 @@ operator_lean(Operator *self, PyObject *a, PyObject *b, int reverse)
         }
         L.written = SLOT(a, ArrayOff[A_STORAGE]);
         L.target_handle = a;
+        L.write_view = L.views[0];   /* through `x`'s view: the elements it sees */
     }
     L.nbytes = spec_nbytes(L.spec);
     if (L.nbytes < 0) {

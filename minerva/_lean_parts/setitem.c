@@ -126,6 +126,38 @@ assign_fits(PyObject *shape, PyObject *target, PyObject *key)
     return !PyErr_Occurred();
 }
 
+/* Whether `value` sees the very elements `x[key]` sees (`dy[k] -= 1` writes the view
+ * back into `x`: a write that changes nothing, `builder.same_buffer`); 1, else 0. */
+static int
+writes_itself(PyObject *x, PyObject *key, PyObject *value)
+{
+    if (SLOT(value, ArrayOff[A_STORAGE]) != SLOT(x, ArrayOff[A_STORAGE]))
+        return 0;
+    PyObject *vspec = SLOT(value, ArrayOff[A_SPEC]), *spec = SLOT(x, ArrayOff[A_SPEC]);
+    if (vspec == NULL || !Py_IS_TYPE(vspec, SpecType) ||
+            SLOT(vspec, SpecOff[P_DTYPE]) != SLOT(spec, SpecOff[P_DTYPE]))
+        return 0;
+    PyObject *const *items = &key;
+    Py_ssize_t n_items = 1, itemsize;
+    if (PyTuple_CheckExact(key)) {
+        items = &PyTuple_GET_ITEM(key, 0);
+        n_items = PyTuple_GET_SIZE(key);
+    }
+    Layout target, seen;
+    int got = view_source(x, &target, &itemsize);
+    if (got <= 0 || !index_layout(&target, items, n_items) ||
+            explicit_layout(SLOT(vspec, SpecOff[P_SHAPE]), SLOT(value, ArrayOff[A_VIEW]),
+                            itemsize, &seen) < 0 || seen.ndim != target.ndim ||
+            seen.offset != target.offset) {
+        PyErr_Clear();
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < target.ndim; i++)
+        if (seen.shape[i] != target.shape[i] || seen.strides[i] != target.strides[i])
+            return 0;
+    return 1;
+}
+
 /* `x[key] = value` on the lean path: Py_None when written, NotImplemented for the
  * Python path (nothing done), NULL on error. */
 static PyObject *
@@ -138,6 +170,12 @@ setitem_lean(SetItem *self, PyObject *x, PyObject *key, PyObject *value)
             SLOT(x, ArrayOff[A_SCALAR]) != Py_False || !plain_view(view, spec, spec))
         Py_RETURN_NOTIMPLEMENTED;
     int array = Py_IS_TYPE(value, NArrayType);
+    if (array && writes_itself(x, key, value)) {   /* nothing to write, if nobody listens */
+        PyObject *system = NULL;
+        int quiet = quiet_seam(&system);
+        Py_XDECREF(system);
+        return quiet < 0 ? NULL : Py_NewRef(quiet ? Py_None : Py_NotImplemented);
+    }
     PyObject *kind = PyObject_GetAttr(SLOT(spec, SpecOff[P_DTYPE]), s_kind);
     if (kind == NULL)
         return NULL;

@@ -43,6 +43,7 @@ n = mv.linalg.norm(m) + mv.concatenate([m[1:], m[::-1]]).argmax()   # any op, vi
 v = mv.array([1.0, 2.0, 3.0, 4.0]).T * 2.0   # an array of plain numbers
 m[1:] = 2.0                                  # basic-index writes: fill, assign
 m[:1] = s
+m[1:] -= 0.5                                 # in place through a view, written back
 with numpy.errstate(divide="raise"):
     bad = mv.ones(3, dtype="int64") // 0     # a kernel that raises
 del kept, bad, m, s, n, v

@@ -9,7 +9,8 @@ import numpy
 import pytest
 
 import minerva as mv
-from minerva.api.core import fields, manipulation
+from minerva.api.core import fields, lean, manipulation
+from tests.support.profiling import python_calls
 
 SHAPES = [(7,), (4, 5), (3, 1, 4), (2, 3, 2, 2), (0, 3), (3, 0)]
 
@@ -136,3 +137,43 @@ def test_while_autograd_records_the_view_is_told_to_the_seam():
         y = (x[1:4] * 2.0).sum() + (x.T * 3.0).sum()
     y.backward()
     numpy.testing.assert_array_equal(x.grad.to_numpy(), [3, 5, 5, 5, 3, 3])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_in_place_operators_through_views_equal_numpys(seed):
+    rng = numpy.random.default_rng(seed)
+    a, b = rng.standard_normal((6, 5)), rng.uniform(0.5, 1.5, (6, 5))
+    x, y = mv.array(a), mv.array(b)
+    for _ in range(30):
+        i, j = (int(k) for k in rng.integers(0, 5, 2))
+        for key in (i, (slice(None), j), (slice(1, 4), slice(None, None, 2)), (i, slice(j))):
+            scalar = float(rng.standard_normal())
+            x[key] -= scalar
+            a[key] -= scalar
+            x[key] *= y[key]
+            a[key] *= b[key]
+            view, want = x[key], a[key]
+            view += 1.0
+            want += 1.0
+    x[1:] += x[:-1]   # overlapping: the Python path, NumPy's answer
+    a[1:] += a[:-1]
+    numpy.testing.assert_array_equal(x.to_numpy(), a)
+
+
+def test_an_in_place_operator_on_a_read_only_view_raises():
+    x = mv.ones(4)
+    x.flags.writeable = False
+    with pytest.raises(ValueError):
+        x[1:3] += 1.0
+    numpy.testing.assert_array_equal(x.to_numpy(), numpy.ones(4))
+
+
+@pytest.mark.skipif(not lean.ACTIVE, reason="the C accelerator is not built")
+def test_an_in_place_operator_through_a_row_takes_no_python_call():
+    dy = mv.zeros((5, 1))
+
+    def step():
+        dy[3] -= 1
+    step()
+    assert set(python_calls(step)) <= {"step", "<method 'disable' of '_lsprof.Profiler' objects>"}
+    numpy.testing.assert_array_equal(dy.to_numpy()[:, 0], [0, 0, 0, -2, 0])
