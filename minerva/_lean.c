@@ -152,6 +152,9 @@ static PyMethodDef methods[] = {
     {"run_op", (PyCFunction)(void (*)(void))run_op, METH_FASTCALL,
      "run_op(op_def, attrs, inputs, spec): the lean path of one op `builder.build` builds "
      "(its result handle), or None for the Python path."},
+    {"run_write", (PyCFunction)(void (*)(void))run_write, METH_FASTCALL,
+     "run_write(op_def, attrs, inputs, out): the lean path of one op written into NArray "
+     "`out` (`out`), or None for the Python path."},
     {NULL}};
 
 static struct PyModuleDef module_def = {

@@ -81,7 +81,7 @@ def build(op_def, inputs, attrs=EMPTY, out=None):
     return result
 
 
-def _no_accelerator(op_def, attrs, inputs, spec):
+def _no_accelerator(op_def, attrs, inputs, spec_or_out):
     return None
 
 
@@ -89,9 +89,11 @@ class Accelerator:
     """What the optional C accelerator lends ``build`` (``minerva.api.core.lean`` sets
     it when it is active): ``run_op(op_def, attrs, inputs, spec)``, the lean path of one
     op over NArrays ``inputs`` in C — its result handle, or None (nothing done) for the
-    Python one."""
+    Python one —, and ``run_write(op_def, attrs, inputs, out)``, the same of an op
+    written into NArray ``out`` (``out``, or None)."""
 
     run_op = staticmethod(_no_accelerator)
+    run_write = staticmethod(_no_accelerator)
 
 
 ACCELERATOR = Accelerator()
@@ -257,6 +259,8 @@ def _write_one(system, op_def, inputs, attrs, spec, out):
         if x._view is not None:
             views = [y._view for y in inputs]
             break
+    if ACCELERATOR.run_write(op_def, attrs, inputs, out) is not None:
+        return out
     storages = [x._storage for x in inputs]
     device = written.current.device_id
     if system.engine.run_lean(op_def, attrs, storages, written.current.spec, device, views,

@@ -81,10 +81,12 @@ any_keywords(LeanOp *L, PyObject *attrs)
 }
 
 /* The lean path of `op` over the NArrays `inputs[:n_inputs]` with `attrs` and output
- * `spec`: the result handle, Py_None for the Python path, NULL on error. */
+ * `spec` — into NArray `out` when it is not NULL (a write: `spec` its storage's value's,
+ * its inputs already unaliased by `builder._write_one`) —: the result handle (`out`),
+ * Py_None for the Python path, NULL on error. */
 static PyObject *
 any_op_run(PyObject *op, PyObject *attrs, PyObject *const *inputs, Py_ssize_t n_inputs,
-           PyObject *spec)
+           PyObject *spec, PyObject *out)
 {
     if (n_inputs > LEAN_INPUTS || PyDict_GET_SIZE(attrs) > LEAN_KW)
         Py_RETURN_NONE;
@@ -93,11 +95,20 @@ any_op_run(PyObject *op, PyObject *attrs, PyObject *const *inputs, Py_ssize_t n_
     L.op = op;
     if ((L.nbytes = spec_nbytes(L.spec)) < 0)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    int elementwise = attr_true(op, s_elementwise);
+    int elementwise = out == NULL ? attr_true(op, s_elementwise) : 0;   /* a write: its
+                                                                 target gives the order */
     if (elementwise < 0)
         return NULL;
     if (!any_inputs(&L, inputs, n_inputs, elementwise))
         Py_RETURN_NONE;
+    if (out != NULL) {
+        PyObject *view = SLOT(out, ArrayOff[A_VIEW]);
+        if (view == NULL || (view != Py_None && !simple_view(view)))
+            Py_RETURN_NONE;
+        L.written = SLOT(out, ArrayOff[A_STORAGE]);
+        L.target_handle = out;
+        L.write_view = view == Py_None ? NULL : view;
+    }
     PyObject *system = PyObject_GetAttr(Runtime, s_system), *result = NULL;
     if (system == NULL)
         return NULL;
@@ -126,5 +137,28 @@ run_op(PyObject *module, PyObject *const *args, Py_ssize_t n)
             !Py_IS_TYPE(args[3], SpecType))
         Py_RETURN_NONE;
     return any_op_run(args[0], args[1], PySequence_Fast_ITEMS(args[2]),
-                      PySequence_Fast_GET_SIZE(args[2]), args[3]);
+                      PySequence_Fast_GET_SIZE(args[2]), args[3], NULL);
+}
+
+/* `run_write(op_def, attrs, inputs, out)`: `run_op` of an op written into NArray `out`
+ * (`builder._write_one`): `out` when written, None for the Python path. */
+static PyObject *
+run_write(PyObject *module, PyObject *const *args, Py_ssize_t n)
+{
+    if (n != 4 || NArrayType == NULL || !PyDict_CheckExact(args[1]) ||
+            !(PyList_CheckExact(args[2]) || PyTuple_CheckExact(args[2])) ||
+            !Py_IS_TYPE(args[3], NArrayType))
+        Py_RETURN_NONE;
+    PyObject *out = args[3], *storage = SLOT(out, ArrayOff[A_STORAGE]);
+    if (storage == NULL || !Py_IS_TYPE(storage, StorageType) ||
+            SLOT(out, ArrayOff[A_READONLY]) != Py_False)
+        Py_RETURN_NONE;
+    PyObject *current = SLOT(storage, StorageOff[S_CURRENT]);
+    if (current == NULL || !Py_IS_TYPE(current, DataNodeType))
+        Py_RETURN_NONE;
+    PyObject *spec = SLOT(current, DataOff[D_SPEC]);
+    if (spec == NULL || !Py_IS_TYPE(spec, SpecType))
+        Py_RETURN_NONE;
+    return any_op_run(args[0], args[1], PySequence_Fast_ITEMS(args[2]),
+                      PySequence_Fast_GET_SIZE(args[2]), spec, out);
 }

@@ -3,8 +3,8 @@
 
 /* ---- a view at once: x[2], x[1:3], x[i, :k] ------------------------------------------ */
 
-/* `x[key]` for a basic key of exact ints and slices (at most one per axis, not one int
- * per axis: that is an element) while nothing records at the seam: the view handle made
+/* `x[key]` for a basic key of exact ints, slices and None (at most one int or slice per
+ * axis, not one int per axis alone: that is an element) while nothing records at the seam: the view handle made
  * here as `indexing.getitem` → `views.basic_index` → `manipulation.view_of` make it (the
  * same view, normalized to None when it is the whole buffer, the same base link). An int
  * out of bounds, a slice of other objects and everything else go to the Python path,
@@ -87,12 +87,21 @@ explicit_layout(PyObject *shape, PyObject *view, Py_ssize_t itemsize, Layout *v)
 static int
 index_layout(Layout *v, PyObject *const *items, Py_ssize_t n_items)
 {
-    if (n_items > v->ndim)
+    Py_ssize_t n_new = 0;   /* None (numpy.newaxis): a new axis of 1, no axis used */
+    for (Py_ssize_t k = 0; k < n_items; k++)
+        n_new += items[k] == Py_None;
+    if (n_items - n_new > v->ndim || v->ndim + n_new > MAX_AXES)
         return 0;
     Layout out = {.ndim = 0, .offset = v->offset};
-    Py_ssize_t n_ints = 0;
-    for (Py_ssize_t dim = 0; dim < n_items; dim++) {
-        PyObject *item = items[dim];
+    Py_ssize_t n_ints = 0, dim = 0;
+    for (Py_ssize_t k = 0; k < n_items; k++, dim++) {
+        PyObject *item = items[k];
+        if (item == Py_None) {
+            out.shape[out.ndim] = 1;
+            out.strides[out.ndim++] = 0;
+            dim--;
+            continue;
+        }
         Py_ssize_t n = v->shape[dim], stride = v->strides[dim];
         if (PyLong_CheckExact(item)) {
             Py_ssize_t i = PyLong_AsSsize_t(item);
@@ -119,9 +128,9 @@ index_layout(Layout *v, PyObject *const *items, Py_ssize_t n_items)
             return 0;
         }
     }
-    if (n_ints == v->ndim)
+    if (n_ints == v->ndim && !n_new)
         return 0;
-    for (Py_ssize_t dim = n_items; dim < v->ndim; dim++) {
+    for (; dim < v->ndim; dim++) {
         out.shape[out.ndim] = v->shape[dim];
         out.strides[out.ndim++] = v->strides[dim];
     }

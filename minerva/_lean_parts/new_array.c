@@ -62,7 +62,7 @@ new_array_lean(PyObject *obj)
     PyObject *attrs = spec == NULL ? NULL : PyDict_New();
     PyObject *result = numeric == 0 ? Py_NewRef(Py_None) : NULL;
     if (attrs != NULL && PyDict_SetItem(attrs, s_data, data) == 0)
-        result = any_op_run(FromHost, attrs, NULL, 0, spec);
+        result = any_op_run(FromHost, attrs, NULL, 0, spec, NULL);
     Py_XDECREF(attrs);
     Py_XDECREF(spec);
     Py_XDECREF(shape);

@@ -105,3 +105,37 @@ def test_array_of_plain_numbers_leaves_out_the_python_array():
     mv.array([1.0, 2.0])
     calls = python_calls(lambda: [mv.array([1.0, float(i)]) for i in range(50)])
     assert "array" not in calls and "upload" not in calls, calls
+
+
+def _writes(ns, a, b, c):
+    """Ops written into ``out=``, under NumPy or minerva: whole targets, views, aliases."""
+    ns.clip(a, -0.5, 0.5, out=a)
+    ns.add(a, b, out=c)
+    ns.multiply(b[1:], 2.0, out=c[:-1])
+    ns.maximum(a, b, out=b)
+    ns.subtract(a[:, ::-1], a, out=a)   # reads what it overwrites: unaliased first
+    ns.negative(c.T, out=c.T)
+    ns.sqrt(ns.abs(c[0]), out=c[1])
+    return a, b, c
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_writes_into_out_equal_numpys(seed):
+    rng = numpy.random.default_rng(seed)
+    want = [rng.standard_normal((4, 4)) for _ in range(3)]
+    got = [mv.array(w) for w in want]
+    for g, w in zip(_writes(mv, *got), _writes(numpy, *want)):
+        numpy.testing.assert_array_equal(g.to_numpy(), w)
+
+
+@accelerated
+def test_a_write_into_out_leaves_out_the_python_run_lean():
+    x, y = mv.ones(6), mv.zeros(6)
+
+    def step():
+        mv.clip(x, -5, 5, out=x)
+        mv.add(x, y, out=y)
+    step()
+    calls = python_calls(lambda: [step() for _ in range(20)])
+    assert "run_lean" not in calls, calls.get("run_lean")
+    numpy.testing.assert_array_equal(y.to_numpy(), numpy.full(6, 21.0))

@@ -240,7 +240,7 @@ def configure(elide_bytes: int) -> None:
         device_free=Device.free, element_now=DirectPath.element_now, host_reads=HOST_READS,
         copied_scalars=COPIED_SCALARS, blas=BLAS, scalar_result_ops=SCALAR_RESULT_OPS,
         from_host=FROM_HOST, asarray=np.asarray, **BLAS.guards())
-    ACCELERATOR.run_op = _lean.run_op
+    ACCELERATOR.run_op, ACCELERATOR.run_write = _lean.run_op, _lean.run_write
     if not isinstance(Storage.__dict__["__del__"], _lean.Finalizer):
         Storage.__del__ = _lean.Finalizer(Storage.__del__)
     for name in ("free", "alloc_array"):   # their O(1) paths in C
