@@ -250,17 +250,17 @@ def _write_one(system, op_def, inputs, attrs, spec, out):
             build(ASSIGN, [build(op_def, inputs, attrs)], {"dtype": target.dtype}, out=out)
             return out
     written, out_view = out._storage, out._view
-    views = None
     for x in inputs:
         if x._storage is written and not (op_def.elementwise and x._view == out_view):
             inputs = _unaliased(op_def, inputs, (out,))
             break
+    if ACCELERATOR.run_write(op_def, attrs, inputs, out) is not None:
+        return out
+    views = None
     for x in inputs:
         if x._view is not None:
             views = [y._view for y in inputs]
             break
-    if ACCELERATOR.run_write(op_def, attrs, inputs, out) is not None:
-        return out
     storages = [x._storage for x in inputs]
     device = written.current.device_id
     if system.engine.run_lean(op_def, attrs, storages, written.current.spec, device, views,

@@ -129,12 +129,19 @@ any_op_run(PyObject *op, PyObject *attrs, PyObject *const *inputs, Py_ssize_t n_
     return result;
 }
 
+/* `(op_def, attrs, inputs, last)` as `run_op` and `run_write` take them: an exact dict of
+ * attributes and a list or tuple of inputs, the NArray type known. */
+static int
+lean_call_args(PyObject *const *args, Py_ssize_t n)
+{
+    return n == 4 && NArrayType != NULL && PyDict_CheckExact(args[1]) &&
+           (PyList_CheckExact(args[2]) || PyTuple_CheckExact(args[2]));
+}
+
 static PyObject *
 run_op(PyObject *module, PyObject *const *args, Py_ssize_t n)
 {
-    if (n != 4 || NArrayType == NULL || !PyDict_CheckExact(args[1]) ||
-            !(PyList_CheckExact(args[2]) || PyTuple_CheckExact(args[2])) ||
-            !Py_IS_TYPE(args[3], SpecType))
+    if (!lean_call_args(args, n) || !Py_IS_TYPE(args[3], SpecType))
         Py_RETURN_NONE;
     return any_op_run(args[0], args[1], PySequence_Fast_ITEMS(args[2]),
                       PySequence_Fast_GET_SIZE(args[2]), args[3], NULL);
@@ -145,9 +152,7 @@ run_op(PyObject *module, PyObject *const *args, Py_ssize_t n)
 static PyObject *
 run_write(PyObject *module, PyObject *const *args, Py_ssize_t n)
 {
-    if (n != 4 || NArrayType == NULL || !PyDict_CheckExact(args[1]) ||
-            !(PyList_CheckExact(args[2]) || PyTuple_CheckExact(args[2])) ||
-            !Py_IS_TYPE(args[3], NArrayType))
+    if (!lean_call_args(args, n) || !Py_IS_TYPE(args[3], NArrayType))
         Py_RETURN_NONE;
     PyObject *out = args[3], *storage = SLOT(out, ArrayOff[A_STORAGE]);
     if (storage == NULL || !Py_IS_TYPE(storage, StorageType) ||
