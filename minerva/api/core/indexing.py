@@ -14,7 +14,9 @@ waits for the mask's values, since the result's shape depends on them (writing a
 through it does not wait). Host index arrays are checked against the array's bounds at
 once; NArray indices when the op runs. Where every index array is a host one and nothing
 records at the seam, the op's kernel reads them as they are, not uploaded, when it runs at
-once on a CPU device (``_take_now``, ``_put_now``: ``Engine.run_host``). ``nonzero``
+once on a CPU device (``_take_now``, ``_put_now``: ``Engine.run_host``); a mask of the
+array's leading shape alone in the index is read by the kernel itself, never turned into
+its ``nonzero()`` (``minerva.api.core.masks``). ``nonzero``
 gives the integer arrays of a mask; ``take_axis`` gathers along one axis,
 ``device_indices`` checks NArray index values.
 """
@@ -24,6 +26,7 @@ import math
 
 import numpy as np
 
+from minerva.api.core import masks
 from minerva.api.core.manipulation import explicit_view, view_of
 from minerva.api.core.scalars import numpy_scalar
 from minerva.builder import COPY, SEAM, build, note_write, same_buffer, to_narray, upload
@@ -68,6 +71,12 @@ def getitem(x: NArray, key):
         if scalar:
             return numpy_scalar(build(COPY, [result]))
         return result
+    mask = masks.host_mask(x, items)
+    if mask is not None:
+        result = masks.take_masked(x, mask)
+        if result is not None:
+            return result
+        items = (mask,)
     layout, arrays = _advanced(x, items)
     result = _take_now(x, layout, arrays)
     if result is None:
@@ -77,7 +86,7 @@ def getitem(x: NArray, key):
     return result
 
 
-ADVANCED_KEYS = (list, np.ndarray)
+ADVANCED_KEYS = (list, np.ndarray, NArray)
 """Types of a key that is an advanced index whatever it holds (NumPy's rules)."""
 
 FRONT = (ARRAY,)
@@ -188,6 +197,15 @@ def setitem(x: NArray, key, value) -> None:
         return
     check_writable(x)
     scalar = _is_scalar(value)
+    if scalar and type(key) is NArray and masks.fill_masked(x, key,
+                                                            _converted(x.dtype, value)):
+        return
+    mask = None if scalar else masks.host_mask(x, items)
+    if mask is not None:
+        value = to_narray(value, "setitem")
+        if masks.put_masked(x, mask, value):
+            return
+        items = (mask,)
     layout, arrays = _advanced(x, items, scalar)
     attrs = {"layout": layout, "shape": x.shape, "dtype": x.dtype}
     if scalar:
