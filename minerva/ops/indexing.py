@@ -129,6 +129,22 @@ def _take_impl(xp, x, *indices, out, layout):
     out[...] = x[index]
 
 
+def take_by_mask(xp, x, *, out, mask):
+    """``x[mask]`` into ``out``, boolean ``mask`` (of ``x``'s leading shape) indexing as it
+    is: the kernel of ``take_index``'s twin for one mask (``minerva.api.core.masks``)."""
+    out[...] = x[mask]
+
+
+def put_by_mask(xp, values, *, out, mask):
+    """``out[mask] = values``: ``put_index``'s twin for one boolean mask."""
+    out[mask] = values
+
+
+def fill_by_mask(xp, mask, *, out, value):
+    """``out[mask] = value``, a scalar, through a boolean ``mask`` array operand."""
+    out[mask] = value
+
+
 def _put_infer(*specs, layout, value, shape, dtype):
     indices = specs[1:] if value is ARRAY else specs
     target = advanced_shape(shape, tuple(mixed_args(layout, indices)))

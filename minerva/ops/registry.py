@@ -7,6 +7,8 @@ or a tuple of arrays for ops with several outputs). One implementation serves ev
 """
 from __future__ import annotations
 
+import copy
+
 import math
 from typing import Any, Callable
 
@@ -87,6 +89,13 @@ class OpDef:
 
     def __repr__(self) -> str:
         return f"OpDef({self.name!r})"
+
+    def twin(self, impl: Callable) -> "OpDef":
+        """A copy of this op, not registered, whose kernel is ``impl``: the same name,
+        shape rule and flags (no ``bind``), for a path that runs the op another way."""
+        other = copy.copy(self)
+        other.impl, other.bind = impl, None
+        return other
 
 
 _REGISTRY: dict[str, OpDef] = {}

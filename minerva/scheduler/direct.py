@@ -30,7 +30,6 @@ a computed value the same way (``x[i]``).
 """
 from __future__ import annotations
 
-import copy
 import math
 import time
 
@@ -74,9 +73,7 @@ def _with_host(op_def):
         for position, array in host:
             operands.insert(position, array)
         return impl(xp, *operands, out=out, **attrs)
-    variant = copy.copy(op_def)
-    variant.impl, variant.bind = with_host, None
-    return variant
+    return op_def.twin(with_host)
 
 
 def is_tiny(storages, spec, out_view, limit: int, views=None) -> bool:

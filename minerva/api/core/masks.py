@@ -13,14 +13,9 @@ from minerva.builder import ACCELERATOR, SEAM, to_narray
 from minerva.current import Runtime, get_system
 from minerva.narray import NArray
 from minerva.ops.dtypes import NUMERIC_KINDS
-from minerva.ops.elementwise import ARRAY, fits
-from minerva.ops.indexing import PUT, TAKE
+from minerva.ops.elementwise import fits
+from minerva.ops.indexing import PUT, TAKE, fill_by_mask, put_by_mask, take_by_mask
 from minerva.ops.registry import ArraySpec
-from minerva.scheduler.direct import host_variant
-
-MASK_LAYOUT = (ARRAY,)
-"""The layout of ``x[mask]``: the mask is the one index array."""
-
 
 def host_mask(x: NArray, items: tuple):
     """The host values of index ``items`` when they are one boolean array (an NArray, read
@@ -42,6 +37,13 @@ def host_mask(x: NArray, items: tuple):
     return to_narray(item, "index").to_numpy() if kind is NArray else item
 
 
+MASK_TAKE = TAKE.twin(take_by_mask)
+MASK_PUT = PUT.twin(put_by_mask)
+MASK_FILL = PUT.twin(fill_by_mask)
+"""``take_index`` and ``put_index`` run by one mask (their kernels index by it; attribute
+``mask``, a host array, or input 0, an NArray, for a scalar written)."""
+
+
 def take_masked(x: NArray, mask: np.ndarray):
     """``x[mask]`` gathered at once (a new NArray), or None where the general way must do
     it (nothing done then)."""
@@ -50,15 +52,13 @@ def take_masked(x: NArray, mask: np.ndarray):
         return None
     picked = ArraySpec((int(np.count_nonzero(mask)),) + spec.shape[mask.ndim:], spec.dtype)
     system = Runtime.system or get_system()
-    engine, host = system.engine, ((1, mask),)
-    if not engine.hooks.active:   # a trace shows the mask's upload: ``run_host`` declines
-        result = ACCELERATOR.run_op(host_variant(TAKE), {"layout": MASK_LAYOUT,
-                                                         "host": host}, [x], picked)
-        if result is not None:
-            return result
-    storage = engine.run_host(TAKE, {"layout": MASK_LAYOUT}, [x._storage], host, picked,
-                              system.current_device(),
-                              None if x._view is None else [x._view])
+    engine, attrs = system.engine, {"mask": mask}
+    if engine.hooks.active:   # a trace shows the mask's upload, as the general way makes it
+        return None
+    result = ACCELERATOR.run_op(MASK_TAKE, attrs, [x], picked)
+    if result is not None:
+        return result
+    storage = _on_host(engine, MASK_TAKE, attrs, [x], picked, system.current_device())
     return None if storage is None else NArray(storage, None, picked)
 
 
@@ -68,30 +68,45 @@ def put_masked(x: NArray, mask: np.ndarray, values: NArray) -> bool:
     written = x._storage
     if SEAM.hooks or values._storage is written:   # the general way copies it first
         return False
-    shape = x._spec.shape
-    if not fits(values.shape, (int(np.count_nonzero(mask)),) + shape[mask.ndim:]):
+    if not fits(values.shape, (int(np.count_nonzero(mask)),) + x._spec.shape[mask.ndim:]):
         return False
-    attrs = {"layout": MASK_LAYOUT, "shape": shape, "dtype": x._spec.dtype, "value": ARRAY}
-    host = ((1, mask),)
-    engine = (Runtime.system or get_system()).engine
-    if not engine.hooks.active and ACCELERATOR.run_write(
-            host_variant(PUT), dict(attrs, host=host), [values], x) is not None:
-        return True
-    current = written.current
-    return engine.run_host(PUT, attrs, [values._storage], host, current.spec,
-                           current.device_id, None if values._view is None
-                           else [values._view], written, x._view) is not None
+    return _written(x, MASK_PUT, {"mask": mask}, values)
 
 
 def fill_masked(x: NArray, mask: NArray, value) -> bool:
     """``x[mask] = value``, a scalar already converted to ``x``'s dtype, through NArray
-    ``mask`` of ``x``'s leading shape, written at once in C (the accelerator) when the
-    mask is computed; whether it was (else nothing done: the general way writes it,
-    without waiting for the mask)."""
+    ``mask`` of ``x``'s leading shape, written at once when the mask is computed; whether
+    it was (else nothing done: the general way writes it, without waiting for the
+    mask)."""
     spec, shape = x._spec, mask._spec.shape
     if SEAM.hooks or mask._storage is x._storage or mask._spec.dtype != np.bool_ \
             or not shape or spec.shape[:len(shape)] != shape:
         return False
-    attrs = {"layout": MASK_LAYOUT, "shape": spec.shape, "dtype": spec.dtype,
-             "value": value}
-    return ACCELERATOR.run_write(PUT, attrs, [mask], x) is not None
+    return _written(x, MASK_FILL, {"value": value}, mask)
+
+
+def _written(x: NArray, twin, attrs: dict, operand: NArray) -> bool:
+    """``twin`` over ``operand`` written into ``x`` at once, in C or else on the Python
+    lean path, while no trace records; whether it was."""
+    engine = (Runtime.system or get_system()).engine
+    if engine.hooks.active:
+        return False
+    if ACCELERATOR.run_write(twin, attrs, [operand], x) is not None:
+        return True
+    current = x._storage.current
+    return _on_host(engine, twin, attrs, [operand], current.spec, current.device_id,
+                    x._storage, x._view) is not None
+
+
+def _on_host(engine, twin, attrs, inputs, spec, device_id: int, written=None,
+             out_view=None):
+    """``Engine.run_lean`` of ``twin`` over NArrays ``inputs`` on CPU device
+    ``device_id`` (NumPy's arrays: the kernel reads a host mask as it is); the output's
+    storage, or None (nothing done)."""
+    if engine.devices.table[device_id].xp is not np:
+        return None
+    views = None
+    if any(x._view is not None for x in inputs):
+        views = [x._view for x in inputs]
+    return engine.run_lean(twin, attrs, [x._storage for x in inputs], spec, device_id,
+                           views, None, written, out_view)
