@@ -145,6 +145,28 @@ def fill_by_mask(xp, mask, *, out, value):
     out[mask] = value
 
 
+def take_by_indices(xp, x, *indices, out, host):
+    """``x[i0, i1, ...]`` into ``out``, by integer index arrays on ``x``'s leading axes:
+    ``indices`` the arrays of the NArray ones, ``host`` ``(position, array)`` of the
+    others (``take_index``'s twin of ``minerva.api.core.picks``)."""
+    out[...] = x[_with_host(indices, host)]
+
+
+def put_by_indices(xp, *arrays, out, host, value):
+    """``out[i0, i1, ...] = value`` (``value`` ARRAY: the first of ``arrays``), by index
+    arrays as ``take_by_indices`` takes them."""
+    if value is ARRAY:
+        value, arrays = arrays[0], arrays[1:]
+    out[_with_host(arrays, host)] = value
+
+
+def _with_host(arrays, host) -> tuple:
+    index = list(arrays)
+    for position, array in host:
+        index.insert(position, array)
+    return tuple(index)
+
+
 def _put_infer(*specs, layout, value, shape, dtype):
     indices = specs[1:] if value is ARRAY else specs
     target = advanced_shape(shape, tuple(mixed_args(layout, indices)))

@@ -143,7 +143,7 @@ def test_the_python_path_alone_passes_the_operator_suites():
              ("test_lean_accel.py", "test_lean_element.py", "test_lean_products.py",
               "test_lean_reductions.py", "test_lean_setitem.py", "test_lean_views.py",
               "test_lean_any_op.py", "test_elision.py", "test_errstate.py",
-              "test_mask_indexing.py",
+              "test_mask_indexing.py", "test_pick_indexing.py",
               "test_programs.py")
              if os.path.exists(os.path.join(HERE, name))]
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",

@@ -16,7 +16,8 @@ once; NArray indices when the op runs. Where every index array is a host one and
 records at the seam, the op's kernel reads them as they are, not uploaded, when it runs at
 once on a CPU device (``_take_now``, ``_put_now``: ``Engine.run_host``); a mask of the
 array's leading shape alone in the index is read by the kernel itself, never turned into
-its ``nonzero()`` (``minerva.api.core.masks``). ``nonzero``
+its ``nonzero()`` (``minerva.api.core.masks``), and integer arrays of one shape on the
+leading axes index in one NumPy call (``minerva.api.core.picks``). ``nonzero``
 gives the integer arrays of a mask; ``take_axis`` gathers along one axis,
 ``device_indices`` checks NArray index values.
 """
@@ -26,7 +27,8 @@ import math
 
 import numpy as np
 
-from minerva.api.core import masks
+from minerva.api.core import masks, picks
+from minerva.api.core.at_once import gather_now, scatter_now
 from minerva.api.core.manipulation import explicit_view, view_of
 from minerva.api.core.scalars import numpy_scalar
 from minerva.builder import COPY, SEAM, build, note_write, same_buffer, to_narray, upload
@@ -71,12 +73,17 @@ def getitem(x: NArray, key):
         if scalar:
             return numpy_scalar(build(COPY, [result]))
         return result
-    mask = masks.host_mask(x, items)
+    mask = _host_mask(x, items)
     if mask is not None:
-        result = masks.take_masked(x, mask)
+        result = gather_now(masks.take_plan(x, mask))
         if result is not None:
             return result
         items = (mask,)
+    else:
+        found = picks.host_picks(x, items)
+        result = None if found is None else gather_now(picks.take_plan(x, found))
+        if result is not None:
+            return result
     layout, arrays = _advanced(x, items)
     result = _take_now(x, layout, arrays)
     if result is None:
@@ -197,15 +204,17 @@ def setitem(x: NArray, key, value) -> None:
         return
     check_writable(x)
     scalar = _is_scalar(value)
-    if scalar and type(key) is NArray and masks.fill_masked(x, key,
-                                                            _converted(x.dtype, value)):
+    if scalar and type(key) is NArray and scatter_now(
+            x, masks.fill_plan(x, key, _converted(x.dtype, value))):
         return
-    mask = None if scalar else masks.host_mask(x, items)
+    mask = None if scalar else _host_mask(x, items)
     if mask is not None:
         value = to_narray(value, "setitem")
-        if masks.put_masked(x, mask, value):
+        if scatter_now(x, masks.put_plan(x, mask, value)):
             return
         items = (mask,)
+    elif _put_picked(x, items, value, scalar):
+        return
     layout, arrays = _advanced(x, items, scalar)
     attrs = {"layout": layout, "shape": x.shape, "dtype": x.dtype}
     if scalar:
@@ -218,6 +227,23 @@ def setitem(x: NArray, key, value) -> None:
     arrays = _uploaded(arrays)
     build(PUT, inputs + arrays, attrs, out=x)
     note_write(x, _index_of(layout, arrays), value)
+
+
+def _put_picked(x: NArray, items: tuple, value, scalar: bool) -> bool:
+    """``x[items] = value`` by integer index arrays at once (``picks``); whether it was."""
+    found = picks.host_picks(x, items)
+    if found is None:
+        return False
+    value = _converted(x.dtype, value) if scalar else to_narray(value, "setitem")
+    return scatter_now(x, picks.put_plan(x, found, value, scalar))
+
+
+def _host_mask(x: NArray, items: tuple):
+    """The host values of the one boolean array of ``x``'s leading shape that index
+    ``items`` is (an NArray mask is read now: the result's shape depends on it), or None
+    for any other index (``masks.mask_of``)."""
+    mask = masks.mask_of(x, items)
+    return to_narray(mask, "index").to_numpy() if type(mask) is NArray else mask
 
 
 def assign(target: NArray, value):
@@ -416,11 +442,14 @@ def _scalar_mask_value(item) -> bool:
 
 
 def _index_arrays(x: NArray, item, layout: list) -> tuple:
-    """``(host integer index arrays, whether they are a mask's)`` for one index item:
-    itself, or a mask's ``nonzero()`` (within the axes it matches: no bounds to check)."""
+    """``(host integer index arrays, whether they need no bounds check)`` for one index
+    item: itself, or a mask's ``nonzero()`` (within the axes it matches), or a range's
+    values (checked here)."""
+    if type(item) is range:
+        return _range_index(x, item, layout)
     if isinstance(item, NArray):  # a mask: the result's shape depends on its values
         item = to_narray(item, "index").to_numpy()
-    values = np.asarray(list(item) if isinstance(item, range) else item)
+    values = np.asarray(item)
     if values.size == 0 and values.dtype.kind == "f":
         values = values.astype(np.intp)
     _check_index_dtype(values.dtype)
@@ -430,6 +459,20 @@ def _index_arrays(x: NArray, item, layout: list) -> tuple:
     if Ellipsis in layout or x.shape[axis:axis + values.ndim] != values.shape:
         _check_mask_shape(x, values, layout)
     return tuple(p.astype(np.intp, copy=False) for p in np.nonzero(values)), True
+
+
+def _range_index(x: NArray, item: range, layout: list) -> tuple:
+    """``_index_arrays`` of a ``range``: its values as ``intp`` (what NumPy reads it as),
+    marked checked when its first and last values are within the axis it indexes (else
+    ``check_index_array`` raises NumPy's error)."""
+    values = np.arange(item.start, item.stop, item.step, dtype=np.intp)
+    if not item or Ellipsis in layout:
+        return (values,), not item
+    axis = sum(1 for it in layout if scalar_masks.consumes_axis(it))
+    if axis >= len(x.shape):
+        return (values,), False
+    n = x.shape[axis]
+    return (values,), -n <= min(item[0], item[-1]) and max(item[0], item[-1]) < n
 
 
 def _check_mask_shape(x: NArray, mask: np.ndarray, layout: list) -> None:

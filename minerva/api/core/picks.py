@@ -1,0 +1,107 @@
+"""Integer-array indexing at once: ``x[rows, cols]``, ``x[idx]``, ``x[range(n), y] -= 1``
+where every index item is an integer array (a ``range``, a list of ints, a NumPy array, an
+NArray) of one shape, on ``x``'s leading axes (full slices after them are dropped),
+picking at least one element. Host index arrays are read as they are, bounds-checked
+here (a range by its ends); NArray ones are the op's inputs, checked by the kernel. The
+twins of ``take_index`` and ``put_index`` index with the arrays in one NumPy call
+(``minerva.api.core.at_once`` runs the plans made here); anything else — other items, shapes that differ, an
+index out of bounds (NumPy's error, raised by the general way), a value that does not
+fit or reads ``x`` — goes the general way of ``minerva.api.core.indexing``."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from minerva.narray import NArray
+from minerva.ops.dtypes import NUMERIC_KINDS
+from minerva.ops.elementwise import ARRAY, fits
+from minerva.ops.indexing import PUT, TAKE, put_by_indices, take_by_indices
+from minerva.ops.registry import ArraySpec
+
+PICK_TAKE = TAKE.twin(take_by_indices)
+PICK_PUT = PUT.twin(put_by_indices)
+
+FULL = slice(None)
+SMALL = 16
+"""A host index array of at most this many values is checked as Python ints."""
+
+
+def host_picks(x: NArray, items: tuple):
+    """``(NArray indices, host ones as (position, array), the shape picked)`` of index
+    ``items`` when it is integer arrays of one non-empty shape on ``x``'s leading axes;
+    None for any other index (or one out of bounds: the general way raises)."""
+    shape = x._spec.shape
+    k = len(items)
+    while k and type(items[k - 1]) is slice and items[k - 1] == FULL:
+        k -= 1
+    if not k or k > len(shape):
+        return None
+    device, host, picked = [], [], None
+    for axis in range(k):
+        item = items[axis]
+        if type(item) is NArray:
+            spec = item._spec
+            if spec.dtype.kind not in "iu" or not spec.shape:
+                return None
+            device.append(item)
+            item_shape = spec.shape
+        else:
+            values = _host_values(item, shape[axis])
+            if values is None:
+                return None
+            host.append((axis, values))
+            item_shape = values.shape
+        if picked is None:
+            picked = item_shape
+        elif item_shape != picked:
+            return None
+    if not math.prod(picked):
+        return None
+    return device, tuple(host), picked + shape[k:]
+
+
+def _host_values(item, n: int):
+    """A host index item as an integer NumPy array within ``-n .. n-1``; None for any
+    other item."""
+    kind = type(item)
+    if kind is range:
+        if not item or not (-n <= min(item[0], item[-1]) and max(item[0], item[-1]) < n):
+            return None
+        return np.arange(item.start, item.stop, item.step, dtype=np.intp)
+    if kind is list:
+        if not item or len(item) > SMALL or any(type(v) is not int for v in item):
+            return None
+        return np.array(item, dtype=np.intp) if -n <= min(item) and max(item) < n else None
+    if kind is not np.ndarray or item.dtype.kind not in "iu" or not item.ndim:
+        return None
+    if item.size <= SMALL:
+        listed = item.ravel().tolist()
+        low, high = (min(listed), max(listed)) if listed else (0, 0)
+    else:
+        low, high = item.min(), item.max()
+    return item if -n <= low and high < n else None
+
+
+def take_plan(x: NArray, picks):
+    """``(twin, attrs, inputs, spec)`` gathering ``x[picks]``, or None."""
+    device, host, shape = picks
+    dtype = x._spec.dtype
+    if dtype.kind not in NUMERIC_KINDS:
+        return None
+    return PICK_TAKE, {"host": host}, [x] + device, ArraySpec(shape, dtype)
+
+
+def put_plan(x: NArray, picks, value, scalar: bool):
+    """``(twin, attrs, operands)`` writing ``x[picks] = value`` (a scalar already
+    converted to ``x``'s dtype, or an NArray), or None."""
+    device, host, shape = picks
+    written = x._storage
+    for index in device:
+        if index._storage is written:
+            return None
+    if scalar:
+        return PICK_PUT, {"host": host, "value": value}, device
+    if value._storage is written or not fits(value.shape, shape):
+        return None
+    return PICK_PUT, {"host": host, "value": ARRAY}, [value] + device
