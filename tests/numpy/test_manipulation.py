@@ -246,6 +246,30 @@ def test_diagonal_is_a_copy_trace_reads_through_views(engine):
     assert_same(out, np.trace(A34).astype(float))
 
 
+@pytest.mark.parametrize("shape", [(3, 3), (4, 3), (3, 4), (7, 3), (8, 3), (9, 3), (10, 2),
+                                   (5, 1), (1, 5), (2, 2, 2), (3, 3, 3)])
+@pytest.mark.parametrize("wrap", [False, True])
+def test_fill_diagonal_writes_numpys_elements_through_views(engine, shape, wrap):
+    rng = np.random.default_rng(len(shape) * 10 + shape[0])
+    for val in (5.0, [1.0, 2.0], np.arange(1.0, 4.0), 7, [9.0] * min(shape), []):
+        for step in (1, 2):   # the whole array, and a strided view of a larger one
+            host = rng.standard_normal(tuple(n * step for n in shape))
+            x = mv.array(host)
+            key = tuple(slice(None, None, step) for _ in shape)
+            np.fill_diagonal(host[key], val, wrap=wrap)
+            assert mv.fill_diagonal(x[key], val, wrap=wrap) is None
+            assert x.to_numpy().tobytes() == host.tobytes()
+
+
+def test_fill_diagonal_refuses_what_numpy_refuses(engine):
+    with pytest.raises(ValueError, match="at least 2-d"):
+        mv.fill_diagonal(mv.zeros(3), 1.0)
+    with pytest.raises(ValueError, match="equal length"):
+        mv.fill_diagonal(mv.zeros((2, 3, 2)), 1.0)
+    with pytest.raises(OverflowError):
+        mv.fill_diagonal(mv.zeros((2, 2), dtype=int), np.inf)
+
+
 # ---- take, put, copyto -------------------------------------------------------------------
 
 @FAST

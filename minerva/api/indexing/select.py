@@ -1,6 +1,6 @@
 """Picking and placing elements by index: ``take``, ``take_along_axis``, ``put`` and
 ``put_along_axis`` (the last two write into an NArray in place); the diagonals
-``diagonal`` and ``trace``.
+``diagonal``, ``trace`` and ``fill_diagonal`` (in place, through views).
 
 Host indices (lists, NumPy arrays) are checked against the array's bounds at once
 (IndexError, as NumPy). NArray indices are checked when the op runs: an out-of-range one
@@ -17,8 +17,8 @@ import numpy as np
 
 from minerva.api.core.arguments import axis_index, check_bounds, host_indices
 from minerva.api.core.elementwise import clip
-from minerva.api.core.indexing import check_writable, device_indices, take_axis
-from minerva.api.core.manipulation import diagonal_view, ravel
+from minerva.api.core.indexing import assign, check_writable, device_indices, take_axis
+from minerva.api.core.manipulation import diagonal_view, explicit_view, ravel, view_of
 from minerva.api.core.reductions import sum as _sum
 from minerva.builder import COPY, build, to_narray, upload
 from minerva.common.errors import ShapeIndexError
@@ -140,10 +140,65 @@ def diagonal(a, offset=0, axis1=0, axis2=1) -> NArray:
     diagonal becomes the last axis). A copy: NumPy's read-only view cannot be expressed."""
     return build(COPY, [diagonal_view(to_narray(a, "diagonal"), offset, axis1, axis2)])
 
+def fill_diagonal(a, val, wrap=False) -> None:
+    """Write ``val`` into the main diagonal of ``a`` in place (for more than two axes,
+    all of one length, the elements whose indices are all equal), as NumPy's: an array
+    ``val`` is read flat and repeated as needed; with ``wrap`` a tall matrix's diagonal
+    starts again one row below each square block. Written through views of ``a``."""
+    x = _target("fill_diagonal", a)
+    if x.ndim < 2:
+        raise ValueError("array must be at least 2-d")
+    if x.ndim > 2 and len(set(x.shape)) != 1:
+        raise ValueError("All dimensions of input must be of equal length")
+    views = _diagonal_views(x, wrap)
+    values = _repeated(val, sum(view.size for view in views))
+    if values is None:
+        return
+    start = 0
+    for view in views:
+        if isinstance(values, NArray):
+            part = values[start:start + view.size].reshape(view.shape)
+            start += view.size
+        else:
+            part = values
+        assign(view, part)
+
+
+def _diagonal_views(x: NArray, wrap: bool) -> list:
+    """The views of ``x`` holding the diagonal ``fill_diagonal`` writes, in NumPy's flat
+    order: one of its length, or for a wrapped tall matrix the diagonals of its blocks
+    of ``cols + 1`` rows and that of the rows left."""
+    shape, strides, offset = explicit_view(x)
+    step = sum(strides)
+    if x.ndim > 2 or not wrap or shape[0] <= shape[1]:
+        return [view_of(x, ((min(shape),), (step,), offset))]
+    rows, cols = shape
+    blocks, rest = divmod(rows, cols + 1)
+    views = [view_of(x, ((blocks, cols), ((cols + 1) * strides[0], step), offset))]
+    if rest:
+        views.append(view_of(x, ((min(rest, cols),), (step,),
+                                 offset + blocks * (cols + 1) * strides[0])))
+    return views
+
+
+def _repeated(val, length: int):
+    """``val`` as ``fill_diagonal`` writes it: a scalar as it is, an array's values read
+    flat and repeated to ``length`` (an NArray; None for no values: nothing written)."""
+    if not isinstance(val, NArray) and np.ndim(val) == 0:
+        return val
+    values = ravel(to_narray(val, "fill_diagonal"))
+    if values.size == length:
+        return values
+    if values.size == 0 or length == 0:
+        return None
+    return take_axis(values, np.arange(length) % values.size, 0)
+
+
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None) -> NArray:
     """Sum along the diagonal (``diagonal``'s arguments), with ``sum``'s dtype rule."""
     view = diagonal_view(to_narray(a, "trace"), offset, axis1, axis2)
     return _sum(view, axis=-1, dtype=dtype, out=out)
 
 
-__all__ = ["diagonal", "put", "put_along_axis", "take", "take_along_axis", "trace"]
+__all__ = ["diagonal", "fill_diagonal", "put", "put_along_axis", "take", "take_along_axis",
+           "trace"]
