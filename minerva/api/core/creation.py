@@ -57,6 +57,15 @@ def check_shape(shape) -> tuple:
     NumPy refuses (negative, more than 64 dimensions, too many elements)."""
     if type(shape) is int and 0 <= shape < 1 << 59:   # the common case: one axis
         return (shape,)
+    if type(shape) is tuple and len(shape) <= MAX_DIMS:   # a tuple of plain ints
+        size = 1
+        for n in shape:
+            if type(n) is not int or n < 0:
+                break
+            size *= n
+        else:
+            if size * 16 < 1 << 63:
+                return shape
     try:
         dims = (operator.index(shape),) if not isinstance(shape, (tuple, list)) \
             else tuple(operator.index(n) for n in shape)

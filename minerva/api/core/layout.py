@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from minerva.api.core.manipulation import in_memory_order, transpose
-from minerva.builder import COPY, EMPTY, SEAM, build, upload
+from minerva.builder import ACCELERATOR, COPY, EMPTY, SEAM, build, upload
 from minerva.current import Runtime, get_system
 from minerva.narray import NArray
 from minerva.ops import registry, views
@@ -70,11 +70,14 @@ def laid_out_as(x: NArray, order: str) -> bool:
 def fresh_now(op_def, attrs: dict, inputs, spec) -> NArray | None:
     """The result of ``spec`` of an op with no floating-point error and no failure to
     meet (a fill of its dtype's values, a copy of a whole value, ``empty``) over whole
-    NArrays ``inputs``, made at once on the current device by the engine's ``run_new``
-    where nothing records at the seam; None where it takes ``build``'s way (nothing
-    done)."""
+    NArrays ``inputs``, made at once on the current device (the C lean path, else the
+    engine's ``run_new``) where nothing records at the seam; None where it takes
+    ``build``'s way (nothing done)."""
     if SEAM.hooks or spec.dtype.kind not in NUMERIC_KINDS:
         return None
+    result = ACCELERATOR.run_op(op_def, attrs, list(inputs), spec)   # the lean path in C
+    if result is not None:
+        return result
     system = Runtime.system or get_system()
     storage = system.engine.run_new(op_def, attrs, [x._storage for x in inputs], spec,
                                     system.current_device())
