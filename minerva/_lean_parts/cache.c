@@ -32,6 +32,59 @@ cache_put(Py_ssize_t i, PyObject *op, PyObject *spec, PyObject *other, PyObject 
     Py_XSETREF(e->out, out);
 }
 
+
+/* The canonical spec of `spec`'s shape and dtype (new reference): the first of them
+ * met, kept in a small direct-mapped table, or `spec` itself when none is kept. The
+ * cache above is keyed by a spec's identity: an array made anew each step (`np.array
+ * ([...])` in a loop, a shape rule's fresh answer) finds the rules its twins met, and
+ * the results made from it share their specs in turn. */
+#define CANONICAL_SPECS 1024
+static PyObject *CanonicalSpecs[CANONICAL_SPECS];
+
+static int
+same_spec(PyObject *a, PyObject *b)
+{
+    if (SLOT(a, SpecOff[P_DTYPE]) != SLOT(b, SpecOff[P_DTYPE]))
+        return 0;
+    PyObject *sa = SLOT(a, SpecOff[P_SHAPE]), *sb = SLOT(b, SpecOff[P_SHAPE]);
+    if (sa == NULL || sb == NULL || !PyTuple_CheckExact(sa) || !PyTuple_CheckExact(sb))
+        return 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(sa);
+    if (PyTuple_GET_SIZE(sb) != n)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyTuple_GET_ITEM(sa, i), *y = PyTuple_GET_ITEM(sb, i);
+        if (x != y && (!PyLong_CheckExact(x) || !PyLong_CheckExact(y) ||
+                       PyLong_AsSsize_t(x) != PyLong_AsSsize_t(y)))
+            return 0;
+    }
+    return 1;
+}
+
+static PyObject *
+canonical_spec(PyObject *spec)
+{
+    PyObject *shape = SLOT(spec, SpecOff[P_SHAPE]);
+    if (shape == NULL || !PyTuple_CheckExact(shape) || SLOT(spec, SpecOff[P_DTYPE]) == NULL)
+        return Py_NewRef(spec);
+    size_t h = (size_t)SLOT(spec, SpecOff[P_DTYPE]) >> 4;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++) {
+        PyObject *n = PyTuple_GET_ITEM(shape, i);
+        if (!PyLong_CheckExact(n))
+            return Py_NewRef(spec);
+        h = h * 1000003u + (size_t)PyLong_AsSsize_t(n);
+    }
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return Py_NewRef(spec);
+    }
+    PyObject **slot = &CanonicalSpecs[(h + (size_t)PyTuple_GET_SIZE(shape)) % CANONICAL_SPECS];
+    if (*slot != NULL && (*slot == spec || same_spec(*slot, spec)))
+        return Py_NewRef(*slot);
+    Py_XSETREF(*slot, Py_NewRef(spec));
+    return Py_NewRef(spec);
+}
+
 static PyObject *
 cache_clear(PyObject *module, PyObject *unused)
 {
@@ -39,6 +92,8 @@ cache_clear(PyObject *module, PyObject *unused)
         Py_CLEAR(Cache[i].op); Py_CLEAR(Cache[i].spec);
         Py_CLEAR(Cache[i].other); Py_CLEAR(Cache[i].out);
     }
+    for (int i = 0; i < CANONICAL_SPECS; i++)
+        Py_CLEAR(CanonicalSpecs[i]);
     Py_RETURN_NONE;
 }
 
@@ -72,7 +127,25 @@ out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar, int reverse,
         Py_INCREF(e->out);
         return e->out;
     }
-    PyObject *infer = PyObject_GetAttr(op, s_infer), *specs = NULL;
+    /* a miss: keyed again by the canonical specs of the operands */
+    PyObject *canon = canonical_spec(spec), *canon_key = NULL, *infer = NULL, *specs = NULL;
+    canon_key = other == NULL || scalar ? Py_NewRef(key) : canonical_spec(other);
+    if (canon != spec || canon_key != key) {
+        i = (cache_slot(op, canon, canon_key) + reverse) % CACHE_SIZE;
+        e = &Cache[i];
+        if (e->op == op && e->spec == canon && e->other == canon_key &&
+                e->reverse == reverse) {
+            Py_DECREF(canon);
+            Py_DECREF(canon_key);
+            Py_INCREF(e->out);
+            return e->out;
+        }
+    }
+    spec = canon;   /* borrowed from here on: released at the end */
+    if (other != NULL && !scalar)
+        other = canon_key;
+    key = canon_key;
+    infer = PyObject_GetAttr(op, s_infer);
     if (infer == NULL)
         goto python_path;
     if (scalar) {
@@ -109,13 +182,17 @@ out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar, int reverse,
                     PyUnicode_CompareWithASCIIString(kind, "c") == 0;
         Py_DECREF(kind);
     }
+    out = canonical_spec(out);
     if (cacheable)
         cache_put(i, op, spec, key, out, reverse);
-    Py_INCREF(out);
     Py_DECREF(specs);
+    Py_DECREF(canon);
+    Py_DECREF(canon_key);
     return out;
 python_path:
     Py_XDECREF(specs);
+    Py_DECREF(canon);
+    Py_DECREF(canon_key);
     PyErr_Clear();
     return NULL;
 }

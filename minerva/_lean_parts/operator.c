@@ -212,11 +212,12 @@ operator_lean(Operator *self, PyObject *a, PyObject *b, int reverse)
         L.specs[1] = other;
     }
     if (self->in_place) {   /* written only where the result is the target's spec */
-        if (L.spec != spec) {
+        if (L.spec != spec && !same_spec(L.spec, spec)) {
             Py_DECREF(system);
             Py_DECREF(L.spec);
             Py_RETURN_NONE;
         }
+        Py_SETREF(L.spec, Py_NewRef(spec));   /* the canonical one's twin: the target's */
         L.written = SLOT(a, ArrayOff[A_STORAGE]);
         L.target_handle = a;
         L.write_view = L.views[0];   /* through `x`'s view: the elements it sees */

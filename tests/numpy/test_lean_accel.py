@@ -531,3 +531,19 @@ def test_a_numpy_scalar_on_the_left_makes_no_python_call():
     calls = python_calls(lambda: [(h * x, k - x, h / x) for _ in range(100)])
     assert "array_ufunc" not in calls and "build" not in calls
     assert (k - x).to_numpy().tobytes() == (k - numpy.arange(1.0, 5.0)).tobytes()
+
+
+@accelerated
+def test_arrays_made_anew_each_step_find_the_shape_rules_their_twins_met():
+    """The C rule cache is keyed by a spec's identity: an array made anew (``np.array`` of
+    a step's numbers) is keyed by the canonical spec of its shape and dtype, and so are
+    the results made from it, so a loop pays the Python shape rule once."""
+    y = mv.array([1.0, 2.0])
+
+    def step():
+        k = mv.array([float(v) for v in (3.0, 4.0)])
+        return y + 0.5 * (k + 2.0 * k)
+    step()
+    calls = python_calls(step)
+    assert "infer" not in calls and "build" not in calls, calls
+    numpy.testing.assert_array_equal(step().to_numpy(), [5.5, 8.0])
