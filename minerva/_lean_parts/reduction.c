@@ -64,7 +64,13 @@ reduction_spec(PyObject *op, PyObject *spec, PyObject *axes, PyObject *keepdims)
         return NULL;
     Py_ssize_t i = (cache_slot(op, spec, key) + 2) % CACHE_SIZE;
     CacheEntry *e = &Cache[i];
-    PyObject *out = NULL;
+    PyObject *out = NULL, *canon = NULL;
+    if (!(e->op == op && e->spec == spec && e->other == key && e->reverse == 2)) {
+        canon = canonical_spec(spec);   /* a miss: keyed again by the canonical spec */
+        spec = canon;
+        i = (cache_slot(op, spec, key) + 2) % CACHE_SIZE;
+        e = &Cache[i];
+    }
     if (e->op == op && e->spec == spec && e->other == key && e->reverse == 2) {
         out = Py_NewRef(e->out);
     } else {
@@ -77,12 +83,13 @@ reduction_spec(PyObject *op, PyObject *spec, PyObject *axes, PyObject *keepdims)
         if (specs != NULL && PyTuple_CheckExact(specs) && PyTuple_GET_SIZE(specs) == 1 &&
                 Py_IS_TYPE(PyTuple_GET_ITEM(specs, 0), SpecType) &&
                 numeric_spec(PyTuple_GET_ITEM(specs, 0)) > 0) {
-            out = Py_NewRef(PyTuple_GET_ITEM(specs, 0));
+            out = canonical_spec(PyTuple_GET_ITEM(specs, 0));
             cache_put(i, op, spec, key, out, 2);
         }
         Py_XDECREF(specs);
         PyErr_Clear();   /* a rule that raises: the Python path raises it at the user's line */
     }
+    Py_XDECREF(canon);
     Py_DECREF(key);
     return out;
 }
