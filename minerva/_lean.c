@@ -85,6 +85,7 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             take_type(kwargs, "DataNode", &DataNodeType) < 0 ||
             take_type(kwargs, "ArraySpec", &SpecType) < 0 ||
             take_type(kwargs, "Block", &BlockType) < 0 ||
+            take_type(kwargs, "OpDef", &OpDefType) < 0 ||
             take_type(kwargs, "BaseLink", &BaseLinkType) < 0 ||
             take(kwargs, "Runtime", &Runtime) < 0 || take(kwargs, "SEAM", &Seam) < 0 ||
             take(kwargs, "new_node_id", &NewNodeId) < 0 ||
@@ -135,6 +136,7 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             slot_offsets(DataNodeType, DataSlots, DataOff, D_N) < 0 ||
             slot_offsets(SpecType, SpecSlots, SpecOff, P_N) < 0 ||
             slot_offsets(BlockType, BlockSlots, BlockOff, B_N) < 0 ||
+            slot_offsets(OpDefType, OpSlots, OpOff, O_N) < 0 ||
             slot_offsets(BaseLinkType, LinkSlots, LinkOff, L_N) < 0)
         goto fail;
     cache_clear(module, NULL);

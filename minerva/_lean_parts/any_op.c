@@ -95,8 +95,8 @@ any_op_run(PyObject *op, PyObject *attrs, PyObject *const *inputs, Py_ssize_t n_
     L.op = op;
     if ((L.nbytes = spec_nbytes(L.spec)) < 0)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    int elementwise = out == NULL ? attr_true(op, s_elementwise) : 0;   /* a write: its
-                                                                 target gives the order */
+    /* a write: its target gives the order */
+    int elementwise = out == NULL ? op_true(op, O_ELEMENTWISE, s_elementwise) : 0;
     if (elementwise < 0)
         return NULL;
     if (!any_inputs(&L, inputs, n_inputs, elementwise))
@@ -115,8 +115,8 @@ any_op_run(PyObject *op, PyObject *attrs, PyObject *const *inputs, Py_ssize_t n_
     int prepared = system == Py_None ? 0 : lean_prepare(&L, system);
     Py_DECREF(system);
     if (prepared > 0 && any_keywords(&L, attrs) == 0 &&
-            (L.name = PyObject_GetAttr(op, s_name)) != NULL &&
-            (L.ufunc = PyObject_GetAttr(op, s_impl)) != NULL) {
+            (L.name = op_attr(op, O_NAME, s_name)) != NULL &&
+            (L.ufunc = op_attr(op, O_IMPL, s_impl)) != NULL) {
         PyObject *operands[LEAN_OPERANDS] = {Numpy};   /* xp, then the inputs' arrays */
         result = lean_run(&L, operands, 1 + L.n_inputs);
     } else if (prepared == 0) {

@@ -45,7 +45,13 @@ static const char *SpecSlots[P_N] = {"shape", "dtype", "nbytes"};
 enum { B_NBYTES, B_LABEL, B_VIEW_KEY, B_VIEW, B_SIZE, B_STREAM, B_N };
 static const char *BlockSlots[B_N] = {"nbytes", "label", "view_key", "view", "size", "stream"};
 
-static Py_ssize_t ArrayOff[A_N], StorageOff[S_N], DataOff[D_N], SpecOff[P_N], BlockOff[B_N];
+enum { O_TINY_INLINE, O_BLAS, O_ROW_SPLIT, O_NAME, O_IMPL, O_ELEMENTWISE, O_N };
+static const char *OpSlots[O_N] = {"tiny_inline", "blas", "row_split", "name", "impl",
+                                   "elementwise"};
+static PyTypeObject *OpDefType;    /* minerva.ops.registry.OpDef (its slots, read here) */
+
+static Py_ssize_t ArrayOff[A_N], StorageOff[S_N], DataOff[D_N], SpecOff[P_N], BlockOff[B_N],
+    OpOff[O_N];
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 

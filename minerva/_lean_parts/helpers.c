@@ -69,6 +69,31 @@ attr_ssize(PyObject *obj, PyObject *name, Py_ssize_t *out)
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
+/* `op.<name>` (new reference), read off the slot `slot` of an OpDef (a twin is one
+ * too), by name for any other op object. */
+static PyObject *
+op_attr(PyObject *op, int slot, PyObject *name)
+{
+    if (OpDefType != NULL && Py_IS_TYPE(op, OpDefType)) {
+        PyObject *value = SLOT(op, OpOff[slot]);
+        if (value != NULL)
+            return Py_NewRef(value);
+    }
+    return PyObject_GetAttr(op, name);
+}
+
+/* `op.<name>` as a C truth value (`op_attr`); -1 on error. */
+static int
+op_true(PyObject *op, int slot, PyObject *name)
+{
+    PyObject *value = op_attr(op, slot, name);
+    if (value == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
 /* Add `delta` to the int attribute `name` of `obj`. */
 static int
 attr_add(PyObject *obj, PyObject *name, long delta)

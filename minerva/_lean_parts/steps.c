@@ -3,28 +3,58 @@
 
 /* ---- the lean op, step by step --------------------------------------------------- */
 
+/* The parts of the running system every lean op reads, found once per system: its
+ * per-thread device (`_local`), engine, device table, engine hooks, lock and release
+ * queue. A system sets them when it starts and never rebinds them, so they are
+ * borrowed while it lives; the weak reference to it tells a new system, even one made
+ * at the same address. */
+static struct {
+    PyObject *ref;   /* weakref to the system, or NULL */
+    PyObject *local, *engine, *table, *hooks, *lock, *releases;   /* borrowed */
+} Parts;
+
+/* `Parts` for `system`; 0, or -1 on error (the caller's error set). */
+static int
+system_parts(PyObject *system)
+{
+    if (Parts.ref != NULL && PyWeakref_GET_OBJECT(Parts.ref) == system)
+        return 0;
+    Py_CLEAR(Parts.ref);
+    PyObject *ref = PyWeakref_NewRef(system, NULL);
+    if (ref == NULL)
+        return -1;
+    PyObject *local = PyObject_GetAttr(system, s_local);
+    PyObject *engine = local == NULL ? NULL : PyObject_GetAttr(system, s_engine);
+    PyObject *devices = engine == NULL ? NULL : PyObject_GetAttr(engine, s_devices);
+    PyObject *table = devices == NULL ? NULL : PyObject_GetAttr(devices, s_table);
+    PyObject *hooks = table == NULL ? NULL : PyObject_GetAttr(engine, s_hooks);
+    PyObject *lock = hooks == NULL ? NULL : PyObject_GetAttr(engine, s_lock);
+    PyObject *releases = lock == NULL ? NULL : PyObject_GetAttr(engine, s_releases);
+    int rc = releases == NULL ? -1 : 0;
+    if (rc == 0) {   /* the system holds each of them */
+        Parts.ref = ref;
+        Parts.local = local; Parts.engine = engine; Parts.table = table;
+        Parts.hooks = hooks; Parts.lock = lock; Parts.releases = releases;
+    } else {
+        Py_DECREF(ref);
+    }
+    Py_XDECREF(local); Py_XDECREF(engine); Py_XDECREF(devices); Py_XDECREF(table);
+    Py_XDECREF(hooks); Py_XDECREF(lock); Py_XDECREF(releases);
+    return rc;
+}
+
 /* Gather the engine, device and store for `L`; 1 when the op may take the lean path,
  * 0 when not (nothing changed), -1 on error. */
 static int
 lean_prepare(LeanOp *L, PyObject *system)
 {
-    PyObject *local = PyObject_GetAttr(system, s_local);
-    if (local == NULL)
+    if (system_parts(system) < 0)
         return -1;
-    L->device_id = PyObject_GetAttr(local, s_device);
-    Py_DECREF(local);
+    L->device_id = PyObject_GetAttr(Parts.local, s_device);
     if (L->device_id == NULL)
         return -1;
-    L->engine = PyObject_GetAttr(system, s_engine);
-    if (L->engine == NULL)
-        return -1;
-    PyObject *devices = PyObject_GetAttr(L->engine, s_devices);
-    if (devices == NULL)
-        return -1;
-    PyObject *table = PyObject_GetAttr(devices, s_table);
-    Py_DECREF(devices);
-    if (table == NULL)
-        return -1;
+    L->engine = Py_NewRef(Parts.engine);
+    PyObject *table = Py_NewRef(Parts.table);
     if (L->device_id == Py_None && PyList_CheckExact(table) && PyList_GET_SIZE(table))
         Py_SETREF(L->device_id, Py_NewRef(Zero));   /* as System.current_device */
     if (!PyLong_CheckExact(L->device_id)) {
@@ -35,17 +65,13 @@ lean_prepare(LeanOp *L, PyObject *system)
     Py_DECREF(table);
     if (L->device == NULL)
         return -1;
-    int flag = attr_true(L->op, s_tiny_inline);
+    int flag = op_true(L->op, O_TINY_INLINE, s_tiny_inline);
     if (flag <= 0)
         return flag;
-    L->blas = attr_true(L->op, s_blas);
+    L->blas = op_true(L->op, O_BLAS, s_blas);
     if (L->blas < 0)
         return -1;
-    PyObject *hooks = PyObject_GetAttr(L->engine, s_hooks);
-    if (hooks == NULL)
-        return -1;
-    int traced = trace_prepare(L, hooks);
-    Py_DECREF(hooks);
+    int traced = trace_prepare(L, Parts.hooks);
     if (traced <= 0)
         return traced;
     PyObject *xp = PyObject_GetAttr(L->device, s_xp);
@@ -71,7 +97,7 @@ lean_prepare(LeanOp *L, PyObject *system)
     }
     if (limit <= 0 || L->total > limit)
         return 0;
-    PyObject *split = PyObject_GetAttr(L->op, s_row_split);   /* never cut: whole only */
+    PyObject *split = op_attr(L->op, O_ROW_SPLIT, s_row_split);   /* never cut: whole only */
     if (split == NULL)
         return -1;
     Py_DECREF(split);
@@ -83,9 +109,11 @@ lean_prepare(LeanOp *L, PyObject *system)
             return 0;
     }
     L->store = PyObject_GetAttr(L->device, s_store);
-    L->lock = L->store == NULL ? NULL : PyObject_GetAttr(L->engine, s_lock);
-    L->releases = L->lock == NULL ? NULL : PyObject_GetAttr(L->engine, s_releases);
-    return L->releases == NULL ? -1 : 1;
+    if (L->store == NULL)
+        return -1;
+    L->lock = Py_NewRef(Parts.lock);
+    L->releases = Py_NewRef(Parts.releases);
+    return 1;
 }
 
 /* `Device.view(array, view)` of a view the C path takes (`plain_view`): NumPy's

@@ -38,7 +38,7 @@ from minerva.device.cpu.blas import BLAS
 from minerva.narray import COPIED_SCALARS, HOST_READS, BaseLink, NArray
 from minerva.ops import reductions, registry
 from minerva.ops.dtypes import NUMERIC_KINDS
-from minerva.ops.registry import ArraySpec
+from minerva.ops.registry import ArraySpec, OpDef
 from minerva.scheduler import state
 from minerva.scheduler.direct import AHEAD_BYTES, DirectPath, direct_error
 from minerva.scheduler.releases import Releasing
@@ -227,7 +227,7 @@ def configure(elide_bytes: int) -> None:
         return
     _lean.configure(
         NArray=NArray, Storage=Storage, DataNode=DataNode, ArraySpec=ArraySpec,
-        Block=Block, BaseLink=BaseLink, Runtime=Runtime, SEAM=SEAM, new_node_id=new_node_id,
+        Block=Block, OpDef=OpDef, BaseLink=BaseLink, Runtime=Runtime, SEAM=SEAM, new_node_id=new_node_id,
         extobj=fp_errors.EXTOBJ, decoded=fp_errors.DECODED,
         caller_state=fp_errors.caller_state,
         direct_records=fp_errors.DIRECT_RECORDS, numpy=np, failed=failed,
