@@ -105,6 +105,7 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             take(kwargs, "package_dir", &PackageDir) < 0 ||
             take(kwargs, "finished", &FinishedTag) < 0 ||
             take_type(kwargs, "PooledDataStore", &PooledType) < 0 ||
+            take_type(kwargs, "HostAllocator", &HostAllocatorType) < 0 ||
             take(kwargs, "round_granule", &RoundGranule) < 0 ||
             take(kwargs, "granule", &granule) < 0 ||
             take(kwargs, "device_free", &DeviceFree) < 0 ||
@@ -181,6 +182,7 @@ PyInit__lean(void)
     INTERN(s_kick_releases, "_kick_releases");
     INTERN(s_free, "free"); INTERN(s_cancelled, "cancelled");
     INTERN(s_alloc_array, "alloc_array"); INTERN(s_array, "array");
+    INTERN(s_allocator, "allocator");
     INTERN(s_n_recycled, "n_recycled"); INTERN(s_dag, "dag"); INTERN(s_data, "data");
     INTERN(s_n_completed_total, "n_completed_total"); INTERN(s_free_blocks, "_free_blocks");
     INTERN(s_quiet, "quiet"); INTERN(s_direct, "direct"); INTERN(s_infer, "infer");

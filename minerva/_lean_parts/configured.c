@@ -42,13 +42,24 @@ static const char *DataSlots[D_N] = {
     "array", "error", "waiter", "dead", "created_at"};
 enum { P_SHAPE, P_DTYPE, P_NBYTES, P_N };
 static const char *SpecSlots[P_N] = {"shape", "dtype", "nbytes"};
-enum { B_NBYTES, B_LABEL, B_VIEW_KEY, B_VIEW, B_SIZE, B_STREAM, B_N };
-static const char *BlockSlots[B_N] = {"nbytes", "label", "view_key", "view", "size", "stream"};
+enum { B_NBYTES, B_LABEL, B_VIEW_KEY, B_VIEW, B_SIZE, B_STREAM, B_CHUNK, B_OFFSET, B_N };
+static const char *BlockSlots[B_N] = {"nbytes", "label", "view_key", "view", "size", "stream",
+                                      "chunk", "offset"};
 
 enum { O_TINY_INLINE, O_BLAS, O_ROW_SPLIT, O_NAME, O_IMPL, O_ELEMENTWISE, O_N };
 static const char *OpSlots[O_N] = {"tiny_inline", "blas", "row_split", "name", "impl",
                                    "elementwise"};
 static PyTypeObject *OpDefType;    /* minerva.ops.registry.OpDef (its slots, read here) */
+
+/* The parts of the running system every lean op reads, found once per system
+ * (`system_parts`): its per-thread device (`_local`), engine, device table, engine hooks,
+ * lock, release queue, DAG and the DAG's data nodes. A system sets them when it starts
+ * and never rebinds them, so they are borrowed while it lives; the weak reference to it
+ * tells a new system, even one made at the same address. */
+static struct {
+    PyObject *ref;   /* weakref to the system, or NULL */
+    PyObject *local, *engine, *table, *hooks, *lock, *releases, *dag, *data;   /* borrowed */
+} Parts;
 
 static Py_ssize_t ArrayOff[A_N], StorageOff[S_N], DataOff[D_N], SpecOff[P_N], BlockOff[B_N],
     OpOff[O_N];

@@ -139,7 +139,7 @@ settled_value(PyObject *dag, PyObject *spec, PyObject *device_id)
     for (int i = 0; i < D_N; i++)
         set_slot(out, DataOff[i], values[i]);
     Py_DECREF(node_id);
-    PyObject *data = PyObject_GetAttr(dag, s_data);
+    PyObject *data = dag == Parts.dag ? Py_NewRef(Parts.data) : PyObject_GetAttr(dag, s_data);
     if (data == NULL || PyDict_SetItem(data, SLOT(out, DataOff[D_NODE_ID]), out) < 0 ||
             attr_add(dag, s_n_completed_total, 1) < 0) {
         Py_XDECREF(data);

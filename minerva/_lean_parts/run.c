@@ -189,7 +189,8 @@ lean_body(LeanOp *L, PyObject *block, PyObject *errstate, PyObject *const *opera
         if (out != NULL)
             set_slot(L->written, StorageOff[S_CURRENT], out);
     } else {
-        PyObject *dag = PyObject_GetAttr(L->engine, s_dag);
+        PyObject *dag = L->engine == Parts.engine ? Py_NewRef(Parts.dag) :
+            PyObject_GetAttr(L->engine, s_dag);
         out = dag == NULL ? NULL : settled_value(dag, L->spec, L->device_id);
         Py_XDECREF(dag);
         if (out != NULL) {

@@ -3,17 +3,7 @@
 
 /* ---- the lean op, step by step --------------------------------------------------- */
 
-/* The parts of the running system every lean op reads, found once per system: its
- * per-thread device (`_local`), engine, device table, engine hooks, lock and release
- * queue. A system sets them when it starts and never rebinds them, so they are
- * borrowed while it lives; the weak reference to it tells a new system, even one made
- * at the same address. */
-static struct {
-    PyObject *ref;   /* weakref to the system, or NULL */
-    PyObject *local, *engine, *table, *hooks, *lock, *releases;   /* borrowed */
-} Parts;
-
-/* `Parts` for `system`; 0, or -1 on error (the caller's error set). */
+/* `Parts` (configured.c) for `system`; 0, or -1 on error (the caller's error set). */
 static int
 system_parts(PyObject *system)
 {
@@ -30,16 +20,20 @@ system_parts(PyObject *system)
     PyObject *hooks = table == NULL ? NULL : PyObject_GetAttr(engine, s_hooks);
     PyObject *lock = hooks == NULL ? NULL : PyObject_GetAttr(engine, s_lock);
     PyObject *releases = lock == NULL ? NULL : PyObject_GetAttr(engine, s_releases);
-    int rc = releases == NULL ? -1 : 0;
+    PyObject *dag = releases == NULL ? NULL : PyObject_GetAttr(engine, s_dag);
+    PyObject *data = dag == NULL ? NULL : PyObject_GetAttr(dag, s_data);
+    int rc = data == NULL ? -1 : 0;
     if (rc == 0) {   /* the system holds each of them */
         Parts.ref = ref;
         Parts.local = local; Parts.engine = engine; Parts.table = table;
         Parts.hooks = hooks; Parts.lock = lock; Parts.releases = releases;
+        Parts.dag = dag; Parts.data = data;
     } else {
         Py_DECREF(ref);
     }
     Py_XDECREF(local); Py_XDECREF(engine); Py_XDECREF(devices); Py_XDECREF(table);
-    Py_XDECREF(hooks); Py_XDECREF(lock); Py_XDECREF(releases);
+    Py_XDECREF(hooks); Py_XDECREF(lock); Py_XDECREF(releases); Py_XDECREF(dag);
+    Py_XDECREF(data);
     return rc;
 }
 
@@ -191,7 +185,7 @@ view_block(LeanOp *L, PyObject *block, PyObject **block_out, PyObject **target)
     if (same) {
         *target = Py_NewRef(SLOT(block, BlockOff[B_VIEW]));
     } else {
-        *target = PyObject_CallMethodObjArgs(L->store, s_array, block, shape, dtype, NULL);
+        *target = block_view(L->store, block, shape, dtype);
         if (*target == NULL) {
             Py_DECREF(block);
             return -1;

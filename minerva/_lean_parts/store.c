@@ -11,6 +11,8 @@
  * anything else — a miss, another store, another listener — calls the Python method. */
 
 static PyTypeObject *PooledType;   /* minerva.storage.pooled.PooledDataStore */
+static PyTypeObject *HostAllocatorType;   /* minerva.storage.host.HostAllocator */
+static PyObject *s_allocator;
 static PyObject *RoundGranule;     /* strategies.round_granule */
 static Py_ssize_t Granule;
 static PyObject *DeviceFree;       /* Device.free, which `store_free` stands for */
@@ -44,6 +46,38 @@ store_dict(PyObject *store, PyObject **record)
     else
         *record = trace;
     return d;
+}
+
+/* `store.array(block, shape, dtype)` (new reference) for a block whose last view does
+ * not fit: a pooled store over host memory views it here, as `PooledDataStore.array`
+ * does through `HostAllocator.view` (NumPy's `ndarray(shape, dtype, chunk, offset)`,
+ * kept as the block's view); any other store by its method. */
+static PyObject *
+block_view(PyObject *store, PyObject *block, PyObject *shape, PyObject *dtype)
+{
+    if (Py_IS_TYPE(store, PooledType) && HostAllocatorType != NULL) {
+        PyObject *d = PyObject_GenericGetDict(store, NULL);
+        Py_XDECREF(d);   /* held by the store */
+        PyObject *allocator = d == NULL ? NULL : PyDict_GetItemWithError(d, s_allocator);
+        PyObject *chunk = SLOT(block, BlockOff[B_CHUNK]);
+        PyObject *offset = SLOT(block, BlockOff[B_OFFSET]);
+        if (allocator != NULL && Py_IS_TYPE(allocator, HostAllocatorType) && chunk != NULL &&
+                offset != NULL) {
+            PyObject *args[4] = {shape, dtype, chunk, offset};
+            PyObject *view = PyObject_Vectorcall(NdarrayType, args, 4, NULL);
+            PyObject *key = view == NULL ? NULL : PyTuple_Pack(2, shape, dtype);
+            if (key == NULL) {
+                Py_XDECREF(view);
+                return NULL;
+            }
+            set_slot(block, BlockOff[B_VIEW], view);
+            Py_XSETREF(SLOT(block, BlockOff[B_VIEW_KEY]), key);
+            return view;
+        }
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    return PyObject_CallMethodObjArgs(store, s_array, block, shape, dtype, NULL);
 }
 
 /* `d[name] += delta` for an int counter; its new value, or -1 with an error set. */
@@ -260,7 +294,7 @@ pooled_alloc_array(PyObject *store, PyObject *const *args, Py_ssize_t n)
         return NULL;
     }
     view = same ? Py_NewRef(SLOT(block, BlockOff[B_VIEW])) :
-        PyObject_CallMethodObjArgs(store, s_array, block, args[1], args[2], NULL);
+        block_view(store, block, args[1], args[2]);
     PyObject *pair = view == NULL ? NULL : PyTuple_Pack(2, block, view);
     Py_DECREF(block);
     Py_XDECREF(view);

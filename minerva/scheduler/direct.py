@@ -58,14 +58,7 @@ def host_variant(op_def):
     """A twin of ``op_def`` (the same name, shape rule and flags, not registered) whose
     kernel takes attribute ``host``, a tuple of ``(position, NumPy array)`` in increasing
     positions, as array operands: ``op_def``'s kernel over a CPU device's inputs with each
-    of those arrays put at its position among them. Made once per op."""
-    variant = _HOST_VARIANTS.get(op_def)
-    if variant is None:
-        variant = _HOST_VARIANTS[op_def] = _with_host(op_def)
-    return variant
-
-
-def _with_host(op_def):
+    of those arrays put at its position among them."""
     impl = op_def.impl
 
     def with_host(xp, *arrays, out, host, **attrs):
@@ -358,7 +351,9 @@ class DirectPath:
         limit = device.inline_limit
         if not limit or total > limit or (total > device.whole_limit and op_def.row_split):
             return None
-        variant = host_variant(op_def)
+        variant = _HOST_VARIANTS.get(op_def)
+        if variant is None:
+            variant = _HOST_VARIANTS[op_def] = host_variant(op_def)
         if not variant.tiny_inline or self.hooks.wants_nodes:
             return None
         return self.run_lean(variant, dict(attrs, host=host), storages, spec, device,

@@ -43,6 +43,7 @@ from minerva.scheduler import state
 from minerva.scheduler.direct import AHEAD_BYTES, DirectPath, direct_error
 from minerva.scheduler.releases import Releasing
 from minerva.storage.base import Block
+from minerva.storage.host import HostAllocator
 from minerva.storage.pooled import PooledDataStore
 from minerva.storage.strategies import GRANULE, round_granule
 from minerva.tracing.recorder import ALLOC, FINISHED, FREE
@@ -236,7 +237,8 @@ def configure(elide_bytes: int) -> None:
         COMPLETED=COMPLETED,
         ahead_bytes=AHEAD_BYTES, elide_bytes=elide_bytes, release=Releasing.release,
         package_dir=callsite.PACKAGE_DIR, finished=FINISHED, alloc_tag=ALLOC, free_tag=FREE,
-        PooledDataStore=PooledDataStore, round_granule=round_granule, granule=GRANULE,
+        PooledDataStore=PooledDataStore, HostAllocator=HostAllocator,
+        round_granule=round_granule, granule=GRANULE,
         device_free=Device.free, element_now=DirectPath.element_now, host_reads=HOST_READS,
         copied_scalars=COPIED_SCALARS, blas=BLAS, scalar_result_ops=SCALAR_RESULT_OPS,
         from_host=FROM_HOST, asarray=np.asarray, **BLAS.guards())
