@@ -135,9 +135,16 @@ def check_scalar_fits(name: str, dtype: np.dtype, value) -> None:
     """IntegerOverflowError (an OverflowError, as NumPy 2's) when a Python int cannot be
     represented in the integer result dtype."""
     if isinstance(value, int) and not isinstance(value, bool) and dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        if not info.min <= value <= info.max:
+        low, high = _int_bounds(dtype)
+        if not low <= value <= high:
             raise IntegerOverflowError(f"Python integer {value} out of bounds for {dtype}")
+
+
+@functools.lru_cache(maxsize=None)
+def _int_bounds(dtype: np.dtype) -> tuple:
+    """``(min, max)`` of an integer dtype, as Python ints (``np.iinfo`` is slow to make)."""
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
 
 
 def _probe_dtype(name, function, operands) -> np.dtype:

@@ -141,3 +141,17 @@ def test_picks_never_take_the_general_index_checks():
     expected[range(30), numpy.arange(30) % 3] = 2.0
     expected[[1, 2]] = 1.0
     assert x.to_numpy(timeout=WAIT).tobytes() == expected.tobytes()
+
+
+def test_a_list_of_ints_numpy_integers_and_0d_narrays_picks_as_numpy():
+    a = numpy.arange(36.0).reshape(6, 6)
+    x = mv.array(a)
+    p = 1 + mv.argmax(mv.abs(x[1:, 1]))   # a 0-d NArray, NumPy's scalar in NumPy
+    q = 1 + numpy.argmax(numpy.abs(a[1:, 1]))
+    x[[1, p]] = x[[p, 1]]   # a pivot's row swap, as linear solvers write it
+    a[[1, q]] = a[[q, 1]]
+    x[[numpy.int64(0), 2], 1:] = 0.0
+    a[[numpy.int64(0), 2], 1:] = 0.0
+    assert x.to_numpy(timeout=WAIT).tobytes() == a.tobytes()
+    calls = python_calls(lambda: x[[p, 1]])
+    assert "_advanced" not in calls and "build" not in calls, calls

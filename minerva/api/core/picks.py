@@ -70,9 +70,10 @@ def _host_values(item, n: int):
             return None
         return np.arange(item.start, item.stop, item.step, dtype=np.intp)
     if kind is list:
-        if not item or len(item) > SMALL or any(type(v) is not int for v in item):
+        listed = _listed_ints(item)
+        if listed is None or not (-n <= min(listed) and max(listed) < n):
             return None
-        return np.array(item, dtype=np.intp) if -n <= min(item) and max(item) < n else None
+        return np.array(listed, dtype=np.intp)
     if kind is not np.ndarray or item.dtype.kind not in "iu" or not item.ndim:
         return None
     if item.size <= SMALL:
@@ -81,6 +82,26 @@ def _host_values(item, n: int):
     else:
         low, high = item.min(), item.max()
     return item if -n <= low and high < n else None
+
+
+def _listed_ints(item: list):
+    """A short list of integers as Python ints: ints, NumPy integers and 0-d integer
+    NArrays (``[k, p]`` with ``p = k + np.argmax(...)``: read now, as NumPy reads its
+    scalar); None for any other list (a bool makes it a mask)."""
+    if not item or len(item) > SMALL:
+        return None
+    listed = []
+    for v in item:
+        kind = type(v)
+        if kind is int:
+            listed.append(v)
+        elif kind is NArray and not v._spec.shape and v._spec.dtype.kind in "iu":
+            listed.append(int(v))
+        elif isinstance(v, np.integer):
+            listed.append(int(v))
+        else:
+            return None
+    return listed
 
 
 def take_plan(x: NArray, picks):
