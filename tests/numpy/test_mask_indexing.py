@@ -124,9 +124,9 @@ def test_a_mask_index_never_takes_the_nonzero_way():
     z[inside]   # warm: shape rules and variants made once
     for run in (lambda: z[inside], lambda: z.__setitem__(inside, z[inside] * 0.5)):
         calls = python_calls(run)
-        assert "_advanced" not in calls and "_index_arrays" not in calls, calls
+        assert "advanced" not in calls and "_index_arrays" not in calls, calls
     calls = python_calls(lambda: z.__setitem__(inside, 2.0))   # the mask kept, not read
-    assert "_index_arrays" not in calls and ("_advanced" not in calls or not lean.ACTIVE)
+    assert "_index_arrays" not in calls and ("advanced" not in calls or not lean.ACTIVE)
     expected = numpy.linspace(0.0, 3.0, 300).reshape(15, 20)
     where = expected < 1.5
     expected[where] = expected[where] * 0.5

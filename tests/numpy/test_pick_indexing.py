@@ -136,7 +136,7 @@ def test_picks_never_take_the_general_index_checks():
     for run in (lambda: x[range(30), y], lambda: x.__setitem__((range(30), y), 2.0),
                 lambda: x.__setitem__([1, 2], mv.ones(3))):
         calls = python_calls(run)
-        assert "_advanced" not in calls and "build" not in calls, calls
+        assert "advanced" not in calls and "build" not in calls, calls
     expected = numpy.zeros((30, 3))
     expected[range(30), numpy.arange(30) % 3] = 2.0
     expected[[1, 2]] = 1.0
@@ -154,4 +154,4 @@ def test_a_list_of_ints_numpy_integers_and_0d_narrays_picks_as_numpy():
     a[[numpy.int64(0), 2], 1:] = 0.0
     assert x.to_numpy(timeout=WAIT).tobytes() == a.tobytes()
     calls = python_calls(lambda: x[[p, 1]])
-    assert "_advanced" not in calls and "build" not in calls, calls
+    assert "advanced" not in calls and "build" not in calls, calls
