@@ -195,19 +195,13 @@ new_spec(PyObject *shape, PyObject *dtype, Py_ssize_t nbytes)
     return spec;
 }
 
-/* The spec of a view of `v`'s shape and `dtype` (new reference): one kept per (shape,
- * dtype) in a small direct-mapped table, so that the rule caches keyed by a spec's
+/* The spec of a view of `v`'s shape and `dtype` (new reference): the canonical one of
+ * that shape and dtype (cache.c's table), so that the rule caches keyed by a spec's
  * identity find the views of a loop (`x[i] += 1` over rows) as they find whole values. */
-#define VIEW_SPECS 256
-static PyObject *ViewSpecs[VIEW_SPECS];
-
 static PyObject *
 view_spec(Layout *v, PyObject *shape, PyObject *dtype, Py_ssize_t nbytes)
 {
-    size_t h = (size_t)dtype >> 4;
-    for (Py_ssize_t i = 0; i < v->ndim; i++)
-        h = h * 1000003u + (size_t)v->shape[i];
-    PyObject **slot = &ViewSpecs[(h + (size_t)v->ndim) % VIEW_SPECS];
+    PyObject **slot = canonical_slot(dtype, v->shape, v->ndim);
     PyObject *known = *slot;
     if (known != NULL && SLOT(known, SpecOff[P_DTYPE]) == dtype) {
         PyObject *kshape = SLOT(known, SpecOff[P_SHAPE]);

@@ -61,24 +61,38 @@ same_spec(PyObject *a, PyObject *b)
     return 1;
 }
 
+/* The table's slot for a spec of `dtype` and shape `dims[:ndim]` (also the views' specs
+ * of basic_view.c: one canonical spec per shape and dtype). */
+static PyObject **
+canonical_slot(PyObject *dtype, const Py_ssize_t *dims, Py_ssize_t ndim)
+{
+    size_t h = (size_t)dtype >> 4;
+    for (Py_ssize_t i = 0; i < ndim; i++)
+        h = h * 1000003u + (size_t)dims[i];
+    return &CanonicalSpecs[(h + (size_t)ndim) % CANONICAL_SPECS];
+}
+
+#define SPEC_AXES 64   /* NumPy's NPY_MAXDIMS */
+
 static PyObject *
 canonical_spec(PyObject *spec)
 {
     PyObject *shape = SLOT(spec, SpecOff[P_SHAPE]);
-    if (shape == NULL || !PyTuple_CheckExact(shape) || SLOT(spec, SpecOff[P_DTYPE]) == NULL)
+    if (shape == NULL || !PyTuple_CheckExact(shape) || SLOT(spec, SpecOff[P_DTYPE]) == NULL ||
+            PyTuple_GET_SIZE(shape) > SPEC_AXES)
         return Py_NewRef(spec);
-    size_t h = (size_t)SLOT(spec, SpecOff[P_DTYPE]) >> 4;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++) {
+    Py_ssize_t dims[SPEC_AXES], ndim = PyTuple_GET_SIZE(shape);
+    for (Py_ssize_t i = 0; i < ndim; i++) {
         PyObject *n = PyTuple_GET_ITEM(shape, i);
         if (!PyLong_CheckExact(n))
             return Py_NewRef(spec);
-        h = h * 1000003u + (size_t)PyLong_AsSsize_t(n);
+        dims[i] = PyLong_AsSsize_t(n);
     }
     if (PyErr_Occurred()) {
         PyErr_Clear();
         return Py_NewRef(spec);
     }
-    PyObject **slot = &CanonicalSpecs[(h + (size_t)PyTuple_GET_SIZE(shape)) % CANONICAL_SPECS];
+    PyObject **slot = canonical_slot(SLOT(spec, SpecOff[P_DTYPE]), dims, ndim);
     if (*slot != NULL && (*slot == spec || same_spec(*slot, spec)))
         return Py_NewRef(*slot);
     Py_XSETREF(*slot, Py_NewRef(spec));

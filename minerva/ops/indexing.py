@@ -95,6 +95,29 @@ def check_index_array(values: np.ndarray, shape: tuple, layout: tuple, slot: int
         raise ShapeIndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
 
 
+SMALL_INDEX = 16
+"""Host index arrays of at most this many values are bounds-checked as Python ints."""
+
+
+def small_within(values: np.ndarray, n: int) -> bool:
+    """Whether a host index array of at most ``SMALL_INDEX`` values, read as Python ints,
+    is within ``-n .. n-1`` (an empty one is)."""
+    listed = values.ravel().tolist()
+    return not listed or (-n <= min(listed) and max(listed) < n)
+
+
+def range_values(item: range) -> np.ndarray:
+    """The values of a ``range`` index as NumPy reads them (``intp``)."""
+    return np.arange(item.start, item.stop, item.step, dtype=np.intp)
+
+
+def range_within(item: range, n: int) -> bool:
+    """Whether every value of a non-empty ``range`` is within ``-n .. n-1`` (its ends
+    decide)."""
+    ends = (item[0], item[-1])
+    return -n <= min(ends) and max(ends) < n
+
+
 def _axis_of(layout: tuple, slot: int, ndim: int) -> int:
     n_real = sum(1 for it in layout if scalar_masks.consumes_axis(it))
     axis, seen = 0, 0

@@ -15,7 +15,8 @@ from minerva.common.errors import ShapeIndexError
 from minerva.narray import NArray
 from minerva.ops import scalar_masks
 from minerva.ops.elementwise import ARRAY
-from minerva.ops.indexing import check_index_array
+from minerva.ops.indexing import (SMALL_INDEX, check_index_array, range_values,
+                                  range_within, small_within)
 
 
 def advanced(x: NArray, items: tuple, keep_masks: bool = False):
@@ -50,18 +51,12 @@ def advanced(x: NArray, items: tuple, keep_masks: bool = False):
     return layout, arrays
 
 
-SMALL_INDEX = 16
-"""Host index arrays of at most this many values are bounds-checked as Python ints."""
-
-
 def _within(values: np.ndarray, shape: tuple) -> bool:
     """Whether a small host index array is within every axis of ``shape`` (then within
     the one it indexes); False tells nothing (``check_index_array`` decides)."""
     if not shape or values.size > SMALL_INDEX or not values.size:
         return False
-    n = min(shape)
-    listed = values.ravel().tolist()
-    return -n <= min(listed) and max(listed) < n
+    return small_within(values, min(shape))
 
 
 def _picks_any(layout: tuple, arrays: list, host: list) -> bool:
@@ -124,14 +119,13 @@ def _range_index(x: NArray, item: range, layout: list) -> tuple:
     """``_index_arrays`` of a ``range``: its values as ``intp`` (what NumPy reads it as),
     marked checked when its first and last values are within the axis it indexes (else
     ``check_index_array`` raises NumPy's error)."""
-    values = np.arange(item.start, item.stop, item.step, dtype=np.intp)
+    values = range_values(item)
     if not item or Ellipsis in layout:
         return (values,), not item
     axis = sum(1 for it in layout if scalar_masks.consumes_axis(it))
     if axis >= len(x.shape):
         return (values,), False
-    n = x.shape[axis]
-    return (values,), -n <= min(item[0], item[-1]) and max(item[0], item[-1]) < n
+    return (values,), range_within(item, x.shape[axis])
 
 
 def _check_mask_shape(x: NArray, mask: np.ndarray, layout: list) -> None:

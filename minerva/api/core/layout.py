@@ -75,7 +75,7 @@ def fresh_now(op_def, attrs: dict, inputs, spec) -> NArray | None:
     ``build``'s way (nothing done)."""
     if SEAM.hooks or spec.dtype.kind not in NUMERIC_KINDS:
         return None
-    result = ACCELERATOR.run_op(op_def, attrs, list(inputs), spec)   # the lean path in C
+    result = ACCELERATOR.run_op(op_def, attrs, inputs, spec)   # the lean path in C
     if result is not None:
         return result
     system = Runtime.system or get_system()

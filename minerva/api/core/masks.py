@@ -66,8 +66,6 @@ def fill_plan(x: NArray, mask: NArray, value):
     """``(twin, attrs, operands)`` writing ``x[mask] = value``, a scalar already converted
     to ``x``'s dtype, through NArray ``mask`` of ``x``'s leading shape (not waited for:
     the general way takes it while the mask is pending), or None."""
-    spec, shape = x._spec, mask._spec.shape
-    if mask._storage is x._storage or mask._spec.dtype != np.bool_ or not shape \
-            or spec.shape[:len(shape)] != shape:
+    if mask._storage is x._storage or mask_of(x, (mask,)) is None:
         return None
     return MASK_FILL, {"value": value}, [mask]

@@ -16,15 +16,14 @@ import numpy as np
 from minerva.narray import NArray
 from minerva.ops.dtypes import NUMERIC_KINDS
 from minerva.ops.elementwise import ARRAY, fits
-from minerva.ops.indexing import PUT, TAKE, put_by_indices, take_by_indices
+from minerva.ops.indexing import (PUT, SMALL_INDEX, TAKE, put_by_indices, range_values,
+                                  range_within, small_within, take_by_indices)
 from minerva.ops.registry import ArraySpec
 
 PICK_TAKE = TAKE.twin(take_by_indices)
 PICK_PUT = PUT.twin(put_by_indices)
 
 FULL = slice(None)
-SMALL = 16
-"""A host index array of at most this many values is checked as Python ints."""
 
 
 def host_picks(x: NArray, items: tuple):
@@ -66,9 +65,7 @@ def _host_values(item, n: int):
     other item."""
     kind = type(item)
     if kind is range:
-        if not item or not (-n <= min(item[0], item[-1]) and max(item[0], item[-1]) < n):
-            return None
-        return np.arange(item.start, item.stop, item.step, dtype=np.intp)
+        return range_values(item) if item and range_within(item, n) else None
     if kind is list:
         listed = _listed_ints(item)
         if listed is None or not (-n <= min(listed) and max(listed) < n):
@@ -76,19 +73,16 @@ def _host_values(item, n: int):
         return np.array(listed, dtype=np.intp)
     if kind is not np.ndarray or item.dtype.kind not in "iu" or not item.ndim:
         return None
-    if item.size <= SMALL:
-        listed = item.ravel().tolist()
-        low, high = (min(listed), max(listed)) if listed else (0, 0)
-    else:
-        low, high = item.min(), item.max()
-    return item if -n <= low and high < n else None
+    if item.size <= SMALL_INDEX:
+        return item if small_within(item, n) else None
+    return item if -n <= item.min() and item.max() < n else None
 
 
 def _listed_ints(item: list):
     """A short list of integers as Python ints: ints, NumPy integers and 0-d integer
     NArrays (``[k, p]`` with ``p = k + np.argmax(...)``: read now, as NumPy reads its
     scalar); None for any other list (a bool makes it a mask)."""
-    if not item or len(item) > SMALL:
+    if not item or len(item) > SMALL_INDEX:
         return None
     listed = []
     for v in item:
