@@ -43,7 +43,9 @@ lean_clear(LeanOp *L)
 }
 
 /* The ufunc into `target` (its keywords `L->kw` before `out`), under the caller's error
- * state (`run_kernel`); 0, or -1 with the kernel's exception set. */
+ * state `errstate` (`run_kernel`), or under NumPy's own state as it is (`errstate`
+ * NULL: the user's line called, NumPy reports its errors there itself); 0, or -1 with
+ * the kernel's exception set. */
 static int
 run_kernel(LeanOp *L, PyObject *errstate, PyObject *target, PyObject *const *operands,
            int n_operands)
@@ -59,7 +61,7 @@ run_kernel(LeanOp *L, PyObject *errstate, PyObject *target, PyObject *const *ope
     if (!L->out_first)
         args[k++] = target;
     PyObject *direct = NULL, *token = NULL;
-    int quiet = attr_true(errstate, s_quiet);
+    int quiet = errstate == NULL ? 1 : attr_true(errstate, s_quiet);
     if (quiet < 0)
         return -1;
     if (!quiet) {

@@ -78,6 +78,18 @@ blas_release(LeanOp *L)
     return r == NULL ? -1 : rc;
 }
 
+/* `store.free(block)` while an exception is pending, which stays (the first wins). */
+static void
+free_held(PyObject *store, PyObject *block)
+{
+    Held held;
+    HOLD(held);
+    PyObject *r = PyObject_CallMethodObjArgs(store, s_free, block, NULL);
+    Py_XDECREF(r);
+    if (HELD(held))
+        RESTORE(held);
+}
+
 /* Under the lock, its inputs ready: the output's target (the handed-over `block`, a new
  * reference, consumed), the kernel, the output value inserted; as `lean_locked` returns. */
 static PyObject *lean_body(LeanOp *L, PyObject *block, PyObject *errstate,
@@ -164,8 +176,13 @@ lean_body(LeanOp *L, PyObject *block, PyObject *errstate, PyObject *const *opera
     if (L->record != NULL)
         L->started = now_ns();
     if (run_kernel(L, errstate, target, args, n_operands) < 0) {
-        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
-            Py_DECREF(taken); Py_DECREF(target);   /* KeyboardInterrupt and the like */
+        if (!PyErr_ExceptionMatches(PyExc_Exception) ||
+                (errstate == NULL && PyErr_ExceptionMatches(PyExc_Warning))) {
+            /* KeyboardInterrupt and the like; or NumPy's own warning raised as an error
+               (a warnings filter), at the user's line as NumPy raises it */
+            if (taken != Py_None)
+                free_held(L->store, taken);
+            Py_DECREF(taken); Py_DECREF(target);
             return NULL;
         }
         Held held;
@@ -206,44 +223,62 @@ lean_body(LeanOp *L, PyObject *block, PyObject *errstate, PyObject *const *opera
 
 /* The lean op of `L` with `operands` (NULL where an input's array goes); the result
  * handle (new reference), Py_None for the Python path (nothing done), NULL on error. */
+/* The error state the kernel runs under (a new reference): NULL with no error when the
+ * user's line called (NumPy's own state, as it is; NumPy reports there itself), else the
+ * caller's decoded state (`fp_errors.caller_state`), its reports made after the kernel. */
+static PyObject *
+kernel_state(int *failed)
+{
+    int by_user = called_by_user();
+    *failed = by_user < 0;
+    if (by_user != 0)
+        return NULL;
+    PyObject *errstate = caller_state();
+    if (errstate != NULL)
+        return Py_NewRef(errstate);
+    errstate = PyObject_CallNoArgs(CallerState);   /* not decoded yet: decoded now */
+    *failed = errstate == NULL;
+    return errstate;
+}
+
 static PyObject *
 lean_run(LeanOp *L, PyObject *const *operands, int n_operands)
 {
-    PyObject *errstate = caller_state();
-    if (errstate == NULL) {   /* not decoded yet: decoded now (`fp_errors.caller_state`) */
-        errstate = PyObject_CallNoArgs(CallerState);
-        if (errstate == NULL)
-            return NULL;
-    } else {
-        Py_INCREF(errstate);
-    }
+    int failed;
+    PyObject *errstate = kernel_state(&failed);
+    if (failed)
+        return NULL;
     PyObject *later = NULL, *out = NULL;
     PyObject *r = lock_acquire(L->lock);
     if (r == NULL) {
-        Py_DECREF(errstate);
+        Py_XDECREF(errstate);
         return NULL;
     }
     Py_DECREF(r);
     out = lean_locked(L, errstate, operands, n_operands, &later);
     if (lock_release(L->lock) < 0)
         Py_CLEAR(out);
-    if (later != NULL && later != Py_None && out != NULL) {
+    if (later != NULL && later != Py_None) {   /* also after an error: none is lost */
+        Held held;
+        HOLD(held);
         r = PyObject_CallMethodObjArgs(L->engine, s_free_blocks, later, NULL);
-        if (r == NULL)
+        if (HELD(held))
+            RESTORE(held);
+        else if (r == NULL)
             Py_CLEAR(out);
         Py_XDECREF(r);
     }
     Py_XDECREF(later);
     if (out == NULL || out == Py_None) {
-        Py_DECREF(errstate);
+        Py_XDECREF(errstate);
         return out;
     }
     if (L->record != NULL && trace_record(L, out) < 0) {
-        Py_DECREF(errstate);
+        Py_XDECREF(errstate);
         Py_DECREF(out);
         return NULL;
     }
-    if (PyList_GET_SIZE(DirectRecords)) {   /* floating-point errors: at the user's line */
+    if (errstate != NULL && PyList_GET_SIZE(DirectRecords)) {   /* at the user's line */
         r = PyObject_CallFunctionObjArgs(Reported, errstate, L->op, NULL);
         if (r == NULL) {
             Py_DECREF(errstate);
@@ -252,7 +287,7 @@ lean_run(LeanOp *L, PyObject *const *operands, int n_operands)
         }
         Py_DECREF(r);
     }
-    Py_DECREF(errstate);
+    Py_XDECREF(errstate);
     if (L->written != NULL) {   /* `x += y` gives `x` back */
         Py_DECREF(out);
         return Py_NewRef(L->target_handle);

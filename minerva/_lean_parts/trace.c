@@ -40,6 +40,21 @@ code_entry(PyCodeObject *code)
     return e;
 }
 
+/* Whether the innermost Python frame is the user's, outside the package (a NumPy
+ * operator of the user's line calls this path with no frame of ours between): 1, 0 (a
+ * frame of the package's, or none), -1 on error. */
+static int
+called_by_user(void)
+{
+    PyFrameObject *frame = PyEval_GetFrame();   /* borrowed */
+    if (frame == NULL)
+        return 0;
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    CodeEntry *e = code_entry(code);
+    Py_DECREF(code);
+    return e == NULL ? -1 : !e->inside;
+}
+
 /* The user's line (`callsite.user_callsite`): the file (new reference) and line of the
  * innermost frame outside the package; ("<minerva>", 0) when there is none. */
 static int
