@@ -105,6 +105,10 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             take(kwargs, "package_dir", &PackageDir) < 0 ||
             take(kwargs, "finished", &FinishedTag) < 0 ||
             take_type(kwargs, "PooledDataStore", &PooledType) < 0 ||
+            take_type(kwargs, "Engine", &EngineType) < 0 ||
+            take_type(kwargs, "PhysicalDag", &DagType) < 0 ||
+            take_type(kwargs, "HookBus", &HookBusType) < 0 ||
+            take_type(kwargs, "Device", &DeviceType) < 0 ||
             take_type(kwargs, "HostAllocator", &HostAllocatorType) < 0 ||
             take(kwargs, "round_granule", &RoundGranule) < 0 ||
             take(kwargs, "granule", &granule) < 0 ||
@@ -125,6 +129,16 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_TypeError, "configure: extobj, decoded, direct_records or package_dir");
         goto fail;
     }
+    Py_XSETREF(SeamListening, PyObject_GetAttrString(Seam, "listening"));
+    Py_XSETREF(HostRefusing, PyObject_GetAttrString(HostReads, "refusing"));
+    if (SeamListening == NULL || HostRefusing == NULL)
+        goto fail;
+    if (!PyType_Check(Runtime) || !PyList_CheckExact(SeamListening) ||
+            PyList_GET_SIZE(SeamListening) != 1 || !PyList_CheckExact(HostRefusing) ||
+            PyList_GET_SIZE(HostRefusing) != 1) {
+        PyErr_SetString(PyExc_TypeError, "configure: Runtime, SEAM.listening or host_reads.refusing");
+        goto fail;
+    }
     Completed = PyLong_AsLong(completed);
     AheadBytes = PyLong_AsSsize_t(ahead);
     ElideBytes = PyLong_AsSsize_t(elide);
@@ -138,7 +152,12 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             slot_offsets(SpecType, SpecSlots, SpecOff, P_N) < 0 ||
             slot_offsets(BlockType, BlockSlots, BlockOff, B_N) < 0 ||
             slot_offsets(OpDefType, OpSlots, OpOff, O_N) < 0 ||
-            slot_offsets(BaseLinkType, LinkSlots, LinkOff, L_N) < 0)
+            slot_offsets(BaseLinkType, LinkSlots, LinkOff, L_N) < 0 ||
+            slot_offsets(PooledType, PoolSlots, PoolOff, PS_N) < 0 ||
+            slot_offsets(EngineType, EngineSlots, EngineOff, E_N) < 0 ||
+            slot_offsets(DagType, DagSlots, DagOff, G_N) < 0 ||
+            slot_offsets(HookBusType, LeanTraceSlot, &LeanTraceOff, 1) < 0 ||
+            slot_offsets(DeviceType, DeviceSlots, DeviceOff, DV_N) < 0)
         goto fail;
     cache_clear(module, NULL);
     Py_DECREF(completed); Py_DECREF(ahead); Py_DECREF(elide); Py_DECREF(granule);
@@ -182,7 +201,6 @@ PyInit__lean(void)
     INTERN(s_kick_releases, "_kick_releases");
     INTERN(s_free, "free"); INTERN(s_cancelled, "cancelled");
     INTERN(s_alloc_array, "alloc_array"); INTERN(s_array, "array");
-    INTERN(s_allocator, "allocator");
     INTERN(s_n_recycled, "n_recycled"); INTERN(s_dag, "dag"); INTERN(s_data, "data");
     INTERN(s_n_completed_total, "n_completed_total"); INTERN(s_free_blocks, "_free_blocks");
     INTERN(s_quiet, "quiet"); INTERN(s_direct, "direct"); INTERN(s_infer, "infer");
@@ -190,19 +208,15 @@ PyInit__lean(void)
     INTERN(s_reverse, "reverse"); INTERN(s_kind, "kind");
     INTERN(s_caller_track, "caller_track");
     INTERN(s_name, "name"); INTERN(s_lean_trace, "lean_trace"); INTERN(s_dtype, "dtype");
-    INTERN(s__round, "_round"); INTERN(s__caches, "_caches"); INTERN(s__lock, "_lock");
-    INTERN(s__recent, "_recent"); INTERN(s__recent_bytes, "_recent_bytes");
-    INTERN(s__n_hits, "_n_hits"); INTERN(s__live, "_live"); INTERN(s__n_allocs, "_n_allocs");
-    INTERN(s__in_use, "_in_use"); INTERN(s__peak, "_peak"); INTERN(s__n_frees, "_n_frees");
     INTERN(s_element_now, "element_now"); INTERN(s_refuse, "refuse"); INTERN(s_cpu, "cpu");
     INTERN(s_row_split, "row_split"); INTERN(s_whole_limit, "whole_limit");
     INTERN(s_try_hold_blas, "try_hold_blas"); INTERN(s_process_wide, "process_wide");
     INTERN(s_threads, "threads"); INTERN(s_itemsize, "itemsize");
     INTERN(s__count, "_count"); INTERN(s__users, "_users");
-    INTERN(s_notify_all, "notify_all"); INTERN(s___call__, "__call__");
+    INTERN(s_notify_all, "notify_all"); INTERN(s__chosen, "_chosen"); INTERN(s___call__, "__call__");
     INTERN(s_shape, "shape"); INTERN(s_nbytes, "nbytes");
     INTERN(s_impl, "impl"); INTERN(s_elementwise, "elementwise"); INTERN(s_out, "out");
-    INTERN(s_device_id, "device_id"); INTERN(s_label, "label"); INTERN(s_empty, "");
+    INTERN(s_label, "label"); INTERN(s_empty, "");
     Zero = PyLong_FromLong(0);
     One = PyLong_FromLong(1);
     KwOut = Py_BuildValue("(s)", "out");

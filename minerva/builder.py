@@ -136,6 +136,10 @@ class Seam(threading.local):
     records through it, jit captures through it."""
 
     hooks: tuple = ()
+    listening = [0]
+    """How many hooks listen, on every thread together (one list all threads share: the C
+    lean path tells a quiet seam by it without reading the per-thread ``hooks``)."""
+    _counting = threading.Lock()
 
     def notify(self, op_def, attrs, inputs, result, out=None) -> None:
         """Tell every hook of one op (or view) just built."""
@@ -144,13 +148,17 @@ class Seam(threading.local):
 
     def push(self, hook) -> None:
         """Listen with ``hook`` on this thread (until ``pop``)."""
-        self.hooks = self.hooks + (hook,)
+        with Seam._counting:
+            Seam.listening[0] += 1
+            self.hooks = self.hooks + (hook,)
 
     def pop(self, hook) -> None:
         """Stop listening with ``hook`` on this thread."""
         hooks = list(self.hooks)
         hooks.remove(hook)
-        self.hooks = tuple(hooks)
+        with Seam._counting:
+            self.hooks = tuple(hooks)
+            Seam.listening[0] -= 1
 
 
 SEAM = Seam()

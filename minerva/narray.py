@@ -18,6 +18,7 @@ door for the others.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import weakref
@@ -32,11 +33,29 @@ class HostGuard(threading.local):
     recording sets ``refuse`` to a function making the error to raise)."""
 
     refuse = None
+    refusing = [0]
+    """How many threads refuse host reads now (one list all threads share: the C lean path
+    reads the per-thread ``refuse`` only while some thread does)."""
+    _counting = threading.Lock()
 
     def check(self, what: str) -> None:
         """Raise the refusal's error for ``what`` (a host read), if reads are refused."""
         if self.refuse is not None:
             raise self.refuse(what)
+
+    @contextlib.contextmanager
+    def refused(self, refuse):
+        """Refuse host reads on this thread inside the block, raising ``refuse(what)``."""
+        before = self.refuse
+        with HostGuard._counting:
+            HostGuard.refusing[0] += 1
+            self.refuse = refuse
+        try:
+            yield
+        finally:
+            with HostGuard._counting:
+                self.refuse = before
+                HostGuard.refusing[0] -= 1
 
 
 HOST_READS = HostGuard()

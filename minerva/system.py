@@ -53,6 +53,7 @@ class System:
         self.devices.listener = self.engine.on_device_complete
         self.devices.reclaimer = self.engine.reclaim
         self._local = _ThreadDevice()
+        self._chosen = [False]   # whether any thread ever chose a device (read by C)
         self._lock = threading.Lock()
         self.tracer = None
         log.info("runtime_started", engine=config.engine, dispatchers=config.dispatchers)
@@ -81,6 +82,7 @@ class System:
         None goes back to the default device."""
         if device_id is not None:
             self.devices.get(_as_device_id(device_id))
+            self._chosen[0] = True
         self._local.device = device_id
 
     def chosen_device(self):

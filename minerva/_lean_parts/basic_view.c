@@ -277,8 +277,10 @@ view_source(PyObject *x, Layout *v, Py_ssize_t *itemsize)
     if (BaseLinkType == NULL || spec == NULL || !Py_IS_TYPE(spec, SpecType) ||
             storage == NULL || !Py_IS_TYPE(storage, StorageType))
         return 0;
-    if (attr_ssize(SLOT(spec, SpecOff[P_DTYPE]), s_itemsize, itemsize) < 0)
+    PyObject *kind;
+    if (dtype_facts(SLOT(spec, SpecOff[P_DTYPE]), &kind, itemsize) < 0)
         return -1;
+    Py_DECREF(kind);
     return explicit_layout(SLOT(spec, SpecOff[P_SHAPE]), SLOT(x, ArrayOff[A_VIEW]),
                            *itemsize, v) == 0;
 }
@@ -288,9 +290,7 @@ view_source(PyObject *x, Layout *v, Py_ssize_t *itemsize)
 static PyObject *
 quiet_view(PyObject *x, Py_ssize_t itemsize, Layout *v)
 {
-    PyObject *hooks = PyObject_GetAttr(Seam, s_hooks);
-    int listened = hooks == NULL ? -1 : PyObject_IsTrue(hooks);
-    Py_XDECREF(hooks);
+    int listened = seam_listened();
     if (listened != 0)
         return listened < 0 ? NULL : Py_NewRef(Py_None);
     return view_handle(x, SLOT(x, ArrayOff[A_STORAGE]),

@@ -115,7 +115,7 @@ cache_clear(PyObject *module, PyObject *unused)
 static int
 numeric_spec(PyObject *spec)
 {
-    PyObject *kind = PyObject_GetAttr(SLOT(spec, SpecOff[P_DTYPE]), s_kind);
+    PyObject *kind = dtype_kind(SLOT(spec, SpecOff[P_DTYPE]));
     if (kind == NULL)
         return -1;
     int found = PySequence_Contains(NumericKinds, kind);
@@ -189,7 +189,7 @@ out_spec(PyObject *op, PyObject *spec, PyObject *other, int scalar, int reverse,
      * integer powers): those results are not cached */
     int cacheable = 1;
     if (scalar && PyLong_CheckExact(other) && !any_int) {
-        PyObject *kind = PyObject_GetAttr(SLOT(spec, SpecOff[P_DTYPE]), s_kind);
+        PyObject *kind = dtype_kind(SLOT(spec, SpecOff[P_DTYPE]));
         if (kind == NULL)
             goto python_path;
         cacheable = PyUnicode_CompareWithASCIIString(kind, "f") == 0 ||

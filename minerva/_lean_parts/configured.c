@@ -6,6 +6,8 @@
 static PyTypeObject *NArrayType, *StorageType, *DataNodeType, *SpecType, *BlockType;
 static PyObject *Runtime;          /* minerva.current.Runtime (its `system`) */
 static PyObject *Seam;             /* minerva.builder.SEAM (its `hooks`, per thread) */
+static PyObject *SeamListening;    /* Seam.listening: [hooks listening on every thread] */
+static PyObject *HostRefusing;     /* HostGuard.refusing: [threads refusing host reads] */
 static PyObject *NewNodeId;        /* minerva.dag.nodes.new_node_id */
 static PyObject *ExtObj;           /* NumPy's error-state context variable */
 static PyObject *Decoded;          /* fp_errors._DECODED: captured -> (ErrState, captured) */
@@ -51,6 +53,21 @@ static const char *OpSlots[O_N] = {"tiny_inline", "blas", "row_split", "name", "
                                    "elementwise"};
 static PyTypeObject *OpDefType;    /* minerva.ops.registry.OpDef (its slots, read here) */
 
+/* The engine's and the DAG's slots the lean path reads (`Engine`, `PhysicalDag`) */
+enum { E_DAG, E_DEVICES, E_MAX_PENDING, E_N_INFLIGHT, E_CLOSED, E_RELEASES,
+       E_RELEASE_POSTED, E_N };
+static const char *EngineSlots[E_N] = {"dag", "devices", "max_pending", "n_inflight",
+                                       "closed", "_releases", "_release_posted"};
+static PyTypeObject *EngineType;
+enum { G_DATA, G_N_COMPLETED, G_N };
+static const char *DagSlots[G_N] = {"data", "n_completed_total"};
+static PyTypeObject *DagType;
+enum { DV_STORE, DV_CALLER_TRACK, DV_CANCELLED, DV_INLINE_LIMIT, DV_N };
+static const char *DeviceSlots[DV_N] = {"store", "caller_track", "cancelled", "inline_limit"};
+static PyTypeObject *DeviceType;   /* device.base.Device (its slots) */
+static PyTypeObject *HookBusType;  /* common.hooks.HookBus (its `lean_trace` slot) */
+static const char *LeanTraceSlot[1] = {"lean_trace"};
+
 /* The parts of the running system every lean op reads, found once per system
  * (`system_parts`): its per-thread device (`_local`), engine, device table, engine hooks,
  * lock, release queue, DAG and the DAG's data nodes. A system sets them when it starts
@@ -59,12 +76,21 @@ static PyTypeObject *OpDefType;    /* minerva.ops.registry.OpDef (its slots, rea
 static struct {
     PyObject *ref;   /* weakref to the system, or NULL */
     PyObject *local, *engine, *table, *hooks, *lock, *releases, *dag, *data;   /* borrowed */
+    PyObject *chosen;   /* its `_chosen`: [whether any thread ever chose a device] */
 } Parts;
 
 static Py_ssize_t ArrayOff[A_N], StorageOff[S_N], DataOff[D_N], SpecOff[P_N], BlockOff[B_N],
-    OpOff[O_N];
+    OpOff[O_N], EngineOff[E_N], DagOff[G_N], DeviceOff[DV_N], LeanTraceOff;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* Whether a shared count list (`SeamListening`, `HostRefusing`) says none, so the
+ * per-thread state it counts need not be read. */
+static inline int
+none_counted(PyObject *counts)
+{
+    return PyList_GET_ITEM(counts, 0) == Zero;
+}
 
 /* interned attribute names */
 static PyObject *s_system, *s_hooks, *s_engine, *s_local, *s_device, *s_devices, *s_table,
@@ -75,7 +101,7 @@ static PyObject *s_system, *s_hooks, *s_engine, *s_local, *s_device, *s_devices,
     *s_dag, *s_data, *s_n_completed_total, *s_free_blocks, *s_quiet, *s_direct, *s_infer,
     *s_acquire, *s_release, *s_scalar, *s_reverse, *s_kind,
     *s_caller_track, *s_name, *s_lean_trace, *s_dtype, *s_row_split, *s_whole_limit,
-    *s_try_hold_blas, *s_process_wide, *s_threads, *s_itemsize, *s__count, *s__users, *s_notify_all;
+    *s_try_hold_blas, *s_process_wide, *s_threads, *s_itemsize, *s__count, *s__users, *s_notify_all, *s__chosen;
 
 /* Set `*obj` to the slot at `off`, or fail when the slot is empty. */
 static int
@@ -96,4 +122,48 @@ slot_offsets(PyTypeObject *type, const char **names, Py_ssize_t *offsets, int n)
         offsets[i] = member->offset;
     }
     return 0;
+}
+
+/* The kind and item size of the dtypes met first, by identity (a dtype's are fixed; the
+ * table holds each dtype, so its address is never another's). */
+#define N_DTYPE_FACTS 16
+static struct { PyObject *dtype, *kind; Py_ssize_t itemsize; } DtypeFacts[N_DTYPE_FACTS];
+static int NDtypeFacts;
+
+/* `dtype.kind` (new reference) and, where `itemsize` is not NULL, `dtype.itemsize`;
+ * -1 on error. */
+static int
+dtype_facts(PyObject *dtype, PyObject **kind, Py_ssize_t *itemsize)
+{
+    for (int i = 0; i < NDtypeFacts; i++)
+        if (DtypeFacts[i].dtype == dtype) {
+            *kind = Py_NewRef(DtypeFacts[i].kind);
+            if (itemsize != NULL)
+                *itemsize = DtypeFacts[i].itemsize;
+            return 0;
+        }
+    *kind = PyObject_GetAttr(dtype, s_kind);
+    PyObject *size = *kind == NULL ? NULL : PyObject_GetAttr(dtype, s_itemsize);
+    Py_ssize_t n = size == NULL ? -1 : PyLong_AsSsize_t(size);
+    Py_XDECREF(size);
+    if (n == -1 && (size == NULL || PyErr_Occurred())) {
+        Py_CLEAR(*kind);
+        return -1;
+    }
+    if (itemsize != NULL)
+        *itemsize = n;
+    if (NDtypeFacts < N_DTYPE_FACTS) {
+        DtypeFacts[NDtypeFacts].dtype = Py_NewRef(dtype);
+        DtypeFacts[NDtypeFacts].kind = Py_NewRef(*kind);
+        DtypeFacts[NDtypeFacts++].itemsize = n;
+    }
+    return 0;
+}
+
+/* `dtype.kind` (new reference), NULL on error. */
+static inline PyObject *
+dtype_kind(PyObject *dtype)
+{
+    PyObject *kind;
+    return dtype_facts(dtype, &kind, NULL) < 0 ? NULL : kind;
 }

@@ -33,21 +33,30 @@ element_key(PyObject *key, Py_ssize_t ndim)
 static int
 element_allowed(PyObject *spec)
 {
-    PyObject *hooks = PyObject_GetAttr(Seam, s_hooks);
-    int listened = hooks == NULL ? -1 : PyObject_IsTrue(hooks);
-    Py_XDECREF(hooks);
+    int listened = seam_listened();
     if (listened != 0)
         return listened < 0 ? -1 : 0;
-    PyObject *refuse = PyObject_GetAttr(HostReads, s_refuse);
-    if (refuse == NULL)
-        return -1;
-    Py_DECREF(refuse);
-    if (refuse != Py_None)
-        return 0;
-    PyObject *kind = PyObject_GetAttr(SLOT(spec, SpecOff[P_DTYPE]), s_kind);
+    if (!none_counted(HostRefusing)) {
+        PyObject *refuse = PyObject_GetAttr(HostReads, s_refuse);
+        if (refuse == NULL)
+            return -1;
+        Py_DECREF(refuse);
+        if (refuse != Py_None)
+            return 0;
+    }
+    PyObject *kind = dtype_kind(SLOT(spec, SpecOff[P_DTYPE]));
     int copied = kind == NULL ? -1 : PySequence_Contains(CopiedScalars, kind);
     Py_XDECREF(kind);
     return copied;
+}
+
+/* Whether `Parts` are those of the running system of `engine` (a live object): their
+ * system still lives, so no other engine can sit at its engine's address. */
+static inline int
+parts_hold(PyObject *engine)
+{
+    return Parts.ref != NULL && PyWeakref_GET_OBJECT(Parts.ref) != Py_None &&
+        engine == Parts.engine;
 }
 
 /* Under the engine lock: the element, Py_None when the value is not readable at once. */
@@ -59,17 +68,25 @@ element_locked(PyObject *engine, PyObject *storage, PyObject *key)
     if (state == NULL || PyLong_AsLong(state) != Completed ||
             SLOT(data, DataOff[D_WRITER]) != Py_None)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    int closed = attr_true(engine, s_closed);
+    int closed = truth_of(ENGINE_ATTR(engine, E_CLOSED, s_closed));
     if (closed != 0)
         return closed < 0 ? NULL : Py_NewRef(Py_None);
-    PyObject *devices = PyObject_GetAttr(engine, s_devices);
-    PyObject *table = devices == NULL ? NULL : PyObject_GetAttr(devices, s_table);
-    Py_XDECREF(devices);
+    PyObject *table;
+    if (parts_hold(engine)) {
+        table = Py_NewRef(Parts.table);
+    } else {
+        PyObject *devices = ENGINE_ATTR(engine, E_DEVICES, s_devices);
+        table = devices == NULL ? NULL : PyObject_GetAttr(devices, s_table);
+        Py_XDECREF(devices);
+    }
     PyObject *device = table == NULL ? NULL :
         PyObject_GetItem(table, SLOT(data, DataOff[D_DEVICE_ID]));
     Py_XDECREF(table);
-    PyObject *kind = device == NULL ? NULL : PyObject_GetAttr(device, s_kind);
-    Py_XDECREF(device);
+    if (device == NULL)
+        return NULL;
+    PyObject *kind = _PyType_Lookup(Py_TYPE(device), s_kind);   /* a class's, borrowed */
+    kind = kind != NULL ? Py_NewRef(kind) : PyObject_GetAttr(device, s_kind);
+    Py_DECREF(device);
     if (kind == NULL)
         return NULL;
     int cpu = PyUnicode_Check(kind) && PyUnicode_Compare(kind, s_cpu) == 0;
@@ -98,7 +115,8 @@ element_lean(PyObject *x, PyObject *key)
     PyObject *engine = SLOT(storage, StorageOff[S_ENGINE]);
     if (engine == NULL || _PyType_Lookup(Py_TYPE(engine), s_element_now) != ElementNow)
         Py_RETURN_NONE;
-    PyObject *lock = PyObject_GetAttr(engine, s_lock);
+    PyObject *lock = parts_hold(engine) ? Py_NewRef(Parts.lock) :
+        PyObject_GetAttr(engine, s_lock);
     PyObject *r = lock == NULL ? NULL : lock_acquire(lock);
     if (r == NULL) {
         Py_XDECREF(lock);

@@ -10,22 +10,24 @@ static PyObject *EngineRelease;    /* Releasing.release, which `release_now` sta
 static int
 release_now(PyObject *engine, PyObject *data)
 {
-    int closed = attr_true(engine, s_closed);
+    int closed = truth_of(ENGINE_ATTR(engine, E_CLOSED, s_closed));
     if (closed != 0)
         return closed;
-    PyObject *releases = PyObject_GetAttr(engine, s_releases);
+    PyObject *releases = ENGINE_ATTR(engine, E_RELEASES, s_releases);
     PyObject *r = releases == NULL ? NULL : PyObject_CallMethodOneArg(releases, s_append, data);
     Py_XDECREF(releases);
     if (r == NULL)
         return -1;
     Py_DECREF(r);
     Py_ssize_t inflight;
-    if (attr_ssize(engine, s_n_inflight, &inflight) < 0)
+    if (ssize_of(ENGINE_ATTR(engine, E_N_INFLIGHT, s_n_inflight), &inflight) < 0)
         return -1;
     if (inflight)
         return 0;
-    int kicks = attr_true(engine, s_kicks_releases);
-    int posted = kicks > 0 ? attr_true(engine, s_release_posted) : 1;
+    PyObject *kick = _PyType_Lookup(Py_TYPE(engine), s_kicks_releases);   /* a class's */
+    int kicks = kick != NULL ? PyObject_IsTrue(kick) : attr_true(engine, s_kicks_releases);
+    int posted = kicks > 0 ? truth_of(ENGINE_ATTR(engine, E_RELEASE_POSTED,
+                                                  s_release_posted)) : 1;
     if (kicks < 0 || posted < 0)
         return -1;
     if (posted)

@@ -46,6 +46,19 @@ lock_release(PyObject *lock)
     return 0;
 }
 
+/* Whether a hook listens at the op-building seam on this thread (1), not (0), -1 on
+ * error: the per-thread `SEAM.hooks` is read only while some thread listens. */
+static int
+seam_listened(void)
+{
+    if (none_counted(SeamListening))
+        return 0;
+    PyObject *hooks = PyObject_GetAttr(Seam, s_hooks);
+    int listened = hooks == NULL ? -1 : PyObject_IsTrue(hooks);
+    Py_XDECREF(hooks);
+    return listened;
+}
+
 /* `getattr(obj, name)` as a C truth value; -1 on error. */
 static int
 attr_true(PyObject *obj, PyObject *name)
@@ -94,6 +107,64 @@ op_true(PyObject *op, int slot, PyObject *name)
     return truth;
 }
 
+/* `obj.<name>` (new reference): its slot at `off` when `obj` is a `type` and the slot
+ * is set, else by name. */
+static inline PyObject *
+slot_attr(PyObject *obj, PyTypeObject *type, Py_ssize_t off, PyObject *name)
+{
+    PyTypeObject *own = Py_TYPE(obj);
+    if (type != NULL && (own == type || own->tp_base == type || PyType_IsSubtype(own, type))) {
+        PyObject *value = SLOT(obj, off);
+        if (value != NULL)
+            return Py_NewRef(value);
+    }
+    return PyObject_GetAttr(obj, name);
+}
+
+#define ENGINE_ATTR(engine, i, name) slot_attr(engine, EngineType, EngineOff[i], name)
+#define DAG_ATTR(dag, i, name) slot_attr(dag, DagType, DagOff[i], name)
+#define DEVICE_ATTR(device, i, name) slot_attr(device, DeviceType, DeviceOff[i], name)
+
+/* A value (consumed) as a C truth value, or as an int; -1 on error. */
+static int
+truth_of(PyObject *value)
+{
+    if (value == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
+static int
+ssize_of(PyObject *value, Py_ssize_t *out)
+{
+    if (value == NULL)
+        return -1;
+    *out = PyLong_AsSsize_t(value);
+    Py_DECREF(value);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* `obj.<slot at off> += delta` for an int slot that is set: its new value, or -1 with
+ * an error set. */
+static Py_ssize_t
+slot_add(PyObject *obj, Py_ssize_t off, Py_ssize_t delta)
+{
+    PyObject *value = SLOT(obj, off);
+    Py_ssize_t n = value != NULL && PyLong_CheckExact(value) ? PyLong_AsSsize_t(value) :
+        value != NULL ? PyNumber_AsSsize_t(value, PyExc_OverflowError) : -1;
+    if (value == NULL)
+        PyErr_SetString(PyExc_AttributeError, "an int slot is unset");
+    if (n == -1 && PyErr_Occurred())
+        return -1;
+    PyObject *sum = PyLong_FromSsize_t(n + delta);
+    if (sum == NULL)
+        return -1;
+    Py_SETREF(SLOT(obj, off), sum);
+    return n + delta;
+}
+
 /* Add `delta` to the int attribute `name` of `obj`. */
 static int
 attr_add(PyObject *obj, PyObject *name, long delta)
@@ -110,6 +181,15 @@ attr_add(PyObject *obj, PyObject *name, long delta)
     int rc = PyObject_SetAttr(obj, name, sum);
     Py_DECREF(sum);
     return rc;
+}
+
+/* One more op completed in `dag`'s running total. */
+static int
+dag_completed(PyObject *dag)
+{
+    if (DagType != NULL && Py_IS_TYPE(dag, DagType) && SLOT(dag, DagOff[G_N_COMPLETED]) != NULL)
+        return slot_add(dag, DagOff[G_N_COMPLETED], 1) < 0 ? -1 : 0;
+    return attr_add(dag, s_n_completed_total, 1);
 }
 
 static inline void
@@ -139,9 +219,9 @@ settled_value(PyObject *dag, PyObject *spec, PyObject *device_id)
     for (int i = 0; i < D_N; i++)
         set_slot(out, DataOff[i], values[i]);
     Py_DECREF(node_id);
-    PyObject *data = dag == Parts.dag ? Py_NewRef(Parts.data) : PyObject_GetAttr(dag, s_data);
+    PyObject *data = dag == Parts.dag ? Py_NewRef(Parts.data) : DAG_ATTR(dag, G_DATA, s_data);
     if (data == NULL || PyDict_SetItem(data, SLOT(out, DataOff[D_NODE_ID]), out) < 0 ||
-            attr_add(dag, s_n_completed_total, 1) < 0) {
+            dag_completed(dag) < 0) {
         Py_XDECREF(data);
         Py_DECREF(out);
         return NULL;

@@ -51,7 +51,7 @@ new_array_lean(PyObject *obj)
         Py_RETURN_NONE;
     }
     PyObject *dtype = PyObject_GetAttr(data, s_dtype);
-    PyObject *kind = dtype == NULL ? NULL : PyObject_GetAttr(dtype, s_kind);
+    PyObject *kind = dtype == NULL ? NULL : dtype_kind(dtype);
     int numeric = kind == NULL ? -1 : PySequence_Contains(NumericKinds, kind);
     Py_XDECREF(kind);
     PyObject *shape = numeric > 0 ? PyObject_GetAttr(data, s_shape) : NULL;

@@ -103,19 +103,16 @@ static int
 compared(PyObject *spec, PyObject *scalar)
 {
     PyObject *dtype = SLOT(spec, SpecOff[P_DTYPE]);
-    PyObject *kind = PyObject_GetAttr(dtype, s_kind);
-    if (kind == NULL)
+    PyObject *kind;
+    Py_ssize_t itemsize;
+    if (dtype_facts(dtype, &kind, &itemsize) < 0)
         return -1;
     int numeric = PySequence_Contains(NumericKinds, kind);
     int is_signed = PyUnicode_CompareWithASCIIString(kind, "i") == 0;
     int is_unsigned = PyUnicode_CompareWithASCIIString(kind, "u") == 0;
     Py_DECREF(kind);
-    if (numeric > 0 && scalar != NULL && PyLong_CheckExact(scalar) && (is_signed || is_unsigned)) {
-        Py_ssize_t itemsize;
-        if (attr_ssize(dtype, s_itemsize, &itemsize) < 0)
-            return -1;
+    if (numeric > 0 && scalar != NULL && PyLong_CheckExact(scalar) && (is_signed || is_unsigned))
         numeric = int_fits(scalar, is_unsigned, itemsize);
-    }
     return numeric;
 }
 
@@ -125,19 +122,21 @@ compared(PyObject *spec, PyObject *scalar)
 static int
 quiet_seam(PyObject **system)
 {
-    *system = PyObject_GetAttr(Runtime, s_system);
+    /* `Runtime.system`, a class attribute: read off the class's dict */
+    *system = PyDict_GetItemWithError(((PyTypeObject *)Runtime)->tp_dict, s_system);
     if (*system == NULL)
-        return -1;
-    PyObject *hooks = *system == Py_None ? NULL : PyObject_GetAttr(Seam, s_hooks);
-    int listened = hooks == NULL ? 1 : PyObject_IsTrue(hooks);
-    Py_XDECREF(hooks);
-    if (listened == 0)
+        return PyErr_Occurred() ? -1 : 0;
+    if (*system == Py_None) {
+        *system = NULL;
+        return 0;
+    }
+    int listened = seam_listened();
+    if (listened == 0) {
+        Py_INCREF(*system);
         return 1;
-    Py_CLEAR(*system);
-    if (listened < 0 && hooks != NULL)
-        return -1;
-    PyErr_Clear();
-    return 0;
+    }
+    *system = NULL;
+    return listened < 0 ? -1 : 0;
 }
 
 /* `a <op> b` on the lean path: a new handle, Py_None for the Python path, NULL on error. */

@@ -107,7 +107,7 @@ lean_locked(LeanOp *L, PyObject *errstate, PyObject *const *operands, int n_oper
         return NULL;
     }
     int ready = lean_ready(L);
-    int cancelled = ready > 0 ? attr_true(L->device, s_cancelled) : 0;
+    int cancelled = ready > 0 ? truth_of(DEVICE_ATTR(L->device, DV_CANCELLED, s_cancelled)) : 0;
     if (ready > 0 && cancelled == 0 && L->blas)
         ready = blas_hold(L);
     if (ready <= 0 || cancelled != 0) {
@@ -207,7 +207,7 @@ lean_body(LeanOp *L, PyObject *block, PyObject *errstate, PyObject *const *opera
             set_slot(L->written, StorageOff[S_CURRENT], out);
     } else {
         PyObject *dag = L->engine == Parts.engine ? Py_NewRef(Parts.dag) :
-            PyObject_GetAttr(L->engine, s_dag);
+            ENGINE_ATTR(L->engine, E_DAG, s_dag);
         out = dag == NULL ? NULL : settled_value(dag, L->spec, L->device_id);
         Py_XDECREF(dag);
         if (out != NULL) {

@@ -176,7 +176,7 @@ setitem_lean(SetItem *self, PyObject *x, PyObject *key, PyObject *value)
         Py_XDECREF(system);
         return quiet < 0 ? NULL : Py_NewRef(quiet ? Py_None : Py_NotImplemented);
     }
-    PyObject *kind = PyObject_GetAttr(SLOT(spec, SpecOff[P_DTYPE]), s_kind);
+    PyObject *kind = dtype_kind(SLOT(spec, SpecOff[P_DTYPE]));
     if (kind == NULL)
         return NULL;
     int numeric = PySequence_Contains(NumericKinds, kind);

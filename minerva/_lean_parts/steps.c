@@ -22,18 +22,21 @@ system_parts(PyObject *system)
     PyObject *releases = lock == NULL ? NULL : PyObject_GetAttr(engine, s_releases);
     PyObject *dag = releases == NULL ? NULL : PyObject_GetAttr(engine, s_dag);
     PyObject *data = dag == NULL ? NULL : PyObject_GetAttr(dag, s_data);
-    int rc = data == NULL ? -1 : 0;
+    PyObject *chosen = data == NULL ? NULL : PyObject_GetAttr(system, s__chosen);
+    int rc = chosen == NULL ? -1 : PyList_CheckExact(chosen) && PyList_GET_SIZE(chosen) == 1 ? 0 : -1;
+    if (rc < 0 && chosen != NULL)
+        PyErr_SetString(PyExc_TypeError, "System._chosen is not a list of one flag");
     if (rc == 0) {   /* the system holds each of them */
         Parts.ref = ref;
         Parts.local = local; Parts.engine = engine; Parts.table = table;
         Parts.hooks = hooks; Parts.lock = lock; Parts.releases = releases;
-        Parts.dag = dag; Parts.data = data;
+        Parts.dag = dag; Parts.data = data; Parts.chosen = chosen;
     } else {
         Py_DECREF(ref);
     }
     Py_XDECREF(local); Py_XDECREF(engine); Py_XDECREF(devices); Py_XDECREF(table);
     Py_XDECREF(hooks); Py_XDECREF(lock); Py_XDECREF(releases); Py_XDECREF(dag);
-    Py_XDECREF(data);
+    Py_XDECREF(data); Py_XDECREF(chosen);
     return rc;
 }
 
@@ -44,7 +47,9 @@ lean_prepare(LeanOp *L, PyObject *system)
 {
     if (system_parts(system) < 0)
         return -1;
-    L->device_id = PyObject_GetAttr(Parts.local, s_device);
+    /* the thread's choice, read only once some thread has chosen a device */
+    L->device_id = PyList_GET_ITEM(Parts.chosen, 0) == Py_False ? Py_NewRef(Py_None) :
+        PyObject_GetAttr(Parts.local, s_device);
     if (L->device_id == NULL)
         return -1;
     L->engine = Py_NewRef(Parts.engine);
@@ -75,7 +80,7 @@ lean_prepare(LeanOp *L, PyObject *system)
     if (xp != Numpy)
         return 0;
     Py_ssize_t limit;
-    if (attr_ssize(L->device, s_inline_limit, &limit) < 0)
+    if (ssize_of(DEVICE_ATTR(L->device, DV_INLINE_LIMIT, s_inline_limit), &limit) < 0)
         return -1;
     L->total = L->nbytes;
     for (int i = 0; i < L->n_inputs; i++) {
@@ -102,7 +107,7 @@ lean_prepare(LeanOp *L, PyObject *system)
         if (L->total > whole)
             return 0;
     }
-    L->store = PyObject_GetAttr(L->device, s_store);
+    L->store = DEVICE_ATTR(L->device, DV_STORE, s_store);
     if (L->store == NULL)
         return -1;
     L->lock = Py_NewRef(Parts.lock);
@@ -130,12 +135,12 @@ view_array(PyObject *array, PyObject *view)
 static int
 lean_ready(LeanOp *L)
 {
-    int closed = attr_true(L->engine, s_closed);
+    int closed = truth_of(ENGINE_ATTR(L->engine, E_CLOSED, s_closed));
     if (closed != 0)
         return closed < 0 ? -1 : 0;
     Py_ssize_t inflight, max_pending;
-    if (attr_ssize(L->engine, s_n_inflight, &inflight) < 0 ||
-            attr_ssize(L->engine, s_max_pending, &max_pending) < 0)
+    if (ssize_of(ENGINE_ATTR(L->engine, E_N_INFLIGHT, s_n_inflight), &inflight) < 0 ||
+            ssize_of(ENGINE_ATTR(L->engine, E_MAX_PENDING, s_max_pending), &max_pending) < 0)
         return -1;
     if (inflight >= max_pending || (L->total > AheadBytes && inflight && L->written == NULL))
         return 0;
@@ -202,7 +207,7 @@ static int
 lean_target(LeanOp *L, PyObject *block, PyObject **block_out, PyObject **target)
 {
     if (block != Py_None) {
-        if (attr_add(L->store, s_n_recycled, 1) < 0) {
+        if (store_recycled(L->store) < 0) {
             Py_DECREF(block);
             return -1;
         }
@@ -346,10 +351,10 @@ lean_reap(LeanOp *L, PyObject **block, PyObject **later)
     if (recycles < 0)
         return -1;
     Py_ssize_t nbytes = recycles && L->written == NULL ? L->nbytes : -1;   /* no hand-over */
-    PyObject *dag = PyObject_GetAttr(L->engine, s_dag);
-    PyObject *values = dag == NULL ? NULL : PyObject_GetAttr(dag, s_data);
+    PyObject *dag = ENGINE_ATTR(L->engine, E_DAG, s_dag);
+    PyObject *values = dag == NULL ? NULL : DAG_ATTR(dag, G_DATA, s_data);
     Py_XDECREF(dag);
-    PyObject *devices = values == NULL ? NULL : PyObject_GetAttr(L->engine, s_devices);
+    PyObject *devices = values == NULL ? NULL : ENGINE_ATTR(L->engine, E_DEVICES, s_devices);
     PyObject *table = devices == NULL ? NULL : PyObject_GetAttr(devices, s_table);
     Py_XDECREF(devices);
     PyObject *dead = NULL;

@@ -12,40 +12,48 @@
 
 static PyTypeObject *PooledType;   /* minerva.storage.pooled.PooledDataStore */
 static PyTypeObject *HostAllocatorType;   /* minerva.storage.host.HostAllocator */
-static PyObject *s_allocator;
 static PyObject *RoundGranule;     /* strategies.round_granule */
 static Py_ssize_t Granule;
 static PyObject *DeviceFree;       /* Device.free, which `store_free` stands for */
 static PyObject *AllocTag, *FreeTag;   /* recorder.ALLOC, recorder.FREE */
-static PyObject *s__round, *s__caches, *s__lock, *s__recent, *s__recent_bytes, *s__n_hits,
-    *s__live, *s__n_allocs, *s__in_use, *s__peak, *s__n_frees, *s_device_id, *s_label,
-    *s_empty;
+static PyObject *s_label, *s_empty;
 
-/* The store's attributes (its `__dict__`, borrowed), when its fast paths may run in C:
- * the memory event's append into `*record` (a new reference; NULL when no trace
- * records). NULL without an error when not. */
-static PyObject *
-store_dict(PyObject *store, PyObject **record)
+/* The pooled store's slots the fast paths read and write (by offset, as the class's
+ * member descriptors give them) */
+enum { PS_ROUND, PS_CACHES, PS_LOCK, PS_RECENT, PS_RECENT_BYTES, PS_N_HITS, PS_LIVE,
+       PS_N_ALLOCS, PS_IN_USE, PS_PEAK, PS_N_FREES, PS_DEVICE_ID, PS_HOOKS, PS_ALLOCATOR,
+       PS_N_RECYCLED, PS_N };
+static const char *PoolSlots[PS_N] = {
+    "_round", "_caches", "_lock", "_recent", "_recent_bytes", "_n_hits", "_live",
+    "_n_allocs", "_in_use", "_peak", "_n_frees", "device_id", "hooks", "allocator",
+    "n_recycled"};
+static Py_ssize_t PoolOff[PS_N];
+
+#define POOL(store, i) SLOT(store, PoolOff[i])
+
+/* Whether the fast paths may run in C on `store` (1; 0 when not, -1 on error): the
+ * memory event's append into `*record` (a new reference; NULL when no trace records). */
+static int
+store_ready(PyObject *store, PyObject **record)
 {
     *record = NULL;
-    if (!Py_IS_TYPE(store, PooledType))
-        return NULL;
-    PyObject *d = PyObject_GenericGetDict(store, NULL);
-    Py_XDECREF(d);   /* held by the store */
-    if (d == NULL || PyDict_GetItemWithError(d, s__round) != RoundGranule ||
-            PyDict_GetItemWithError(d, s__caches) != Py_True)
-        return NULL;
-    PyObject *hooks = PyDict_GetItemWithError(d, s_hooks);
-    PyObject *trace = hooks == NULL ? NULL : PyObject_GetAttr(hooks, s_lean_trace);
+    if (!Py_IS_TYPE(store, PooledType) || POOL(store, PS_ROUND) != RoundGranule ||
+            POOL(store, PS_CACHES) != Py_True || POOL(store, PS_HOOKS) == NULL)
+        return 0;
+    for (int i = PS_LOCK; i < PS_N; i++)
+        if (POOL(store, i) == NULL)
+            return 0;
+    PyObject *trace = slot_attr(POOL(store, PS_HOOKS), HookBusType, LeanTraceOff,
+                                s_lean_trace);
     if (trace == NULL || trace == Py_None) {
         Py_XDECREF(trace);
-        return NULL;
+        return trace == NULL ? -1 : 0;
     }
     if (trace == Py_False)
         Py_DECREF(trace);
     else
         *record = trace;
-    return d;
+    return 1;
 }
 
 /* `store.array(block, shape, dtype)` (new reference) for a block whose last view does
@@ -56,9 +64,7 @@ static PyObject *
 block_view(PyObject *store, PyObject *block, PyObject *shape, PyObject *dtype)
 {
     if (Py_IS_TYPE(store, PooledType) && HostAllocatorType != NULL) {
-        PyObject *d = PyObject_GenericGetDict(store, NULL);
-        Py_XDECREF(d);   /* held by the store */
-        PyObject *allocator = d == NULL ? NULL : PyDict_GetItemWithError(d, s_allocator);
+        PyObject *allocator = POOL(store, PS_ALLOCATOR);
         PyObject *chunk = SLOT(block, BlockOff[B_CHUNK]);
         PyObject *offset = SLOT(block, BlockOff[B_OFFSET]);
         if (allocator != NULL && Py_IS_TYPE(allocator, HostAllocatorType) && chunk != NULL &&
@@ -74,53 +80,60 @@ block_view(PyObject *store, PyObject *block, PyObject *shape, PyObject *dtype)
             Py_XSETREF(SLOT(block, BlockOff[B_VIEW_KEY]), key);
             return view;
         }
-        if (PyErr_Occurred())
-            return NULL;
     }
     return PyObject_CallMethodObjArgs(store, s_array, block, shape, dtype, NULL);
 }
 
-/* `d[name] += delta` for an int counter; its new value, or -1 with an error set. */
-static Py_ssize_t
-count(PyObject *d, PyObject *name, Py_ssize_t delta)
+/* An int slot's value; -1 with an error set when it is not one that fits. */
+static inline Py_ssize_t
+slot_ssize(PyObject *value)
 {
-    PyObject *value = PyDict_GetItemWithError(d, name);
-    Py_ssize_t n = value == NULL ? -1 : PyNumber_AsSsize_t(value, PyExc_OverflowError);
-    if (n == -1 && (value == NULL || PyErr_Occurred())) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_AttributeError, "store has no %U", name);
-        return -1;
-    }
-    PyObject *sum = PyLong_FromSsize_t(n + delta);
-    int rc = sum == NULL ? -1 : PyDict_SetItem(d, name, sum);
-    Py_XDECREF(sum);
-    return rc < 0 ? -1 : n + delta;
+    if (value != NULL && PyLong_CheckExact(value))
+        return PyLong_AsSsize_t(value);
+    if (value == NULL)
+        PyErr_SetString(PyExc_AttributeError, "a store counter is unset");
+    return value == NULL ? -1 : PyNumber_AsSsize_t(value, PyExc_OverflowError);
+}
+
+/* `store.<counter i> += delta`; its new value, or -1 with an error set. */
+static inline Py_ssize_t
+count(PyObject *store, int i, Py_ssize_t delta)
+{
+    return slot_add(store, PoolOff[i], delta);
+}
+
+/* A block handed straight from a dead value to a new one: counted in the store's
+ * `n_recycled` (0; -1 on error). */
+static int
+store_recycled(PyObject *store)
+{
+    if (Py_IS_TYPE(store, PooledType) && POOL(store, PS_N_RECYCLED) != NULL)
+        return count(store, PS_N_RECYCLED, 1) < 0 ? -1 : 0;
+    return attr_add(store, s_n_recycled, 1);
 }
 
 /* The store's lock taken (0; -1 on error, or while an exception is pending, as
  * `lock_acquire`), and given back keeping a pending exception (`lock_release`). */
 static int
-store_lock(PyObject *d)
+store_lock(PyObject *store)
 {
-    PyObject *lock = PyDict_GetItemWithError(d, s__lock);
-    PyObject *r = lock == NULL ? NULL : lock_acquire(lock);
+    PyObject *r = lock_acquire(POOL(store, PS_LOCK));
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
 
 static int
-store_unlock(PyObject *d)
+store_unlock(PyObject *store)
 {
-    PyObject *lock = PyDict_GetItemWithError(d, s__lock);
-    return lock == NULL ? -1 : lock_release(lock);
+    return lock_release(POOL(store, PS_LOCK));
 }
 
 /* A memory event `(tag, device_id, in_use, t_ns)` appended with `record` (consumed). */
 static int
-memory_record(PyObject *record, PyObject *tag, PyObject *d, Py_ssize_t in_use)
+memory_record(PyObject *record, PyObject *tag, PyObject *store, Py_ssize_t in_use)
 {
     MemRecord *event = PyObject_New(MemRecord, &MemRecordType);
-    PyObject *device_id = PyDict_GetItemWithError(d, s_device_id);
+    PyObject *device_id = POOL(store, PS_DEVICE_ID);
     if (event == NULL || device_id == NULL) {
         if (event != NULL) {
             event->tag = event->device_id = NULL;
@@ -143,11 +156,12 @@ memory_record(PyObject *record, PyObject *tag, PyObject *d, Py_ssize_t in_use)
 /* Under the store's lock: the newest freed block of `size` bytes (new reference) made
  * live for `nbytes`, its in-use total into `*in_use`; Py_None when there is none. */
 static PyObject *
-take_recent(PyObject *d, Py_ssize_t size, Py_ssize_t nbytes, Py_ssize_t *in_use)
+take_recent(PyObject *store, Py_ssize_t size, Py_ssize_t nbytes, Py_ssize_t *in_use)
 {
-    PyObject *recent = PyDict_GetItemWithError(d, s__recent);
-    PyObject *key = recent == NULL ? NULL : Py_BuildValue("(On)", Py_None, size);
-    PyObject *stack = key == NULL ? NULL : PyDict_GetItemWithError(recent, key);
+    PyObject *recent = POOL(store, PS_RECENT);
+    PyObject *key = PyLong_FromSsize_t(size);   /* `recent_key(None, size)` */
+    PyObject *stack = key == NULL || !PyDict_CheckExact(recent) ? NULL :
+        PyDict_GetItemWithError(recent, key);
     Py_XDECREF(key);
     if (stack == NULL || !PyList_CheckExact(stack) || PyList_GET_SIZE(stack) == 0)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
@@ -155,17 +169,17 @@ take_recent(PyObject *d, Py_ssize_t size, Py_ssize_t nbytes, Py_ssize_t *in_use)
     PyObject *block = Py_NewRef(PyList_GET_ITEM(stack, last));
     PyObject *n = PyLong_FromSsize_t(nbytes);
     if (n == NULL || PyList_SetSlice(stack, last, last + 1, NULL) < 0 ||
-            count(d, s__recent_bytes, -size) < 0 || count(d, s__n_hits, 1) < 0 ||
-            PySet_Add(PyDict_GetItemWithError(d, s__live), block) < 0 ||
-            count(d, s__n_allocs, 1) < 0 || (*in_use = count(d, s__in_use, nbytes)) < 0) {
+            count(store, PS_RECENT_BYTES, -size) < 0 || count(store, PS_N_HITS, 1) < 0 ||
+            PySet_Add(POOL(store, PS_LIVE), block) < 0 ||
+            count(store, PS_N_ALLOCS, 1) < 0 ||
+            (*in_use = count(store, PS_IN_USE, nbytes)) < 0) {
         Py_XDECREF(n);
         Py_DECREF(block);
         return NULL;
     }
     Py_XSETREF(SLOT(block, BlockOff[B_NBYTES]), n);
-    PyObject *peak = PyDict_GetItemWithError(d, s__peak);
-    Py_ssize_t before = peak == NULL ? -1 : PyNumber_AsSsize_t(peak, PyExc_OverflowError);
-    if (before < 0 || (*in_use > before && count(d, s__peak, *in_use - before) < 0)) {
+    Py_ssize_t before = slot_ssize(POOL(store, PS_PEAK));
+    if (before < 0 || (*in_use > before && count(store, PS_PEAK, *in_use - before) < 0)) {
         Py_DECREF(block);
         return NULL;
     }
@@ -179,19 +193,19 @@ static PyObject *
 store_take(PyObject *store, Py_ssize_t nbytes)
 {
     PyObject *record;
-    PyObject *d = store_dict(store, &record);
-    if (d == NULL)
-        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    int ready = store_ready(store, &record);
+    if (ready <= 0)
+        return ready < 0 ? NULL : Py_NewRef(Py_None);
     Py_ssize_t size = nbytes <= Granule ? Granule : (nbytes + Granule - 1) / Granule * Granule;
     Py_ssize_t in_use = 0;
     PyObject *block = NULL;
-    if (store_lock(d) == 0) {
-        block = take_recent(d, size, nbytes, &in_use);
-        if (store_unlock(d) < 0)
+    if (store_lock(store) == 0) {
+        block = take_recent(store, size, nbytes, &in_use);
+        if (store_unlock(store) < 0)
             Py_CLEAR(block);
     }
     if (block != NULL && block != Py_None && record != NULL) {
-        if (memory_record(record, AllocTag, d, in_use) < 0)
+        if (memory_record(record, AllocTag, store, in_use) < 0)
             Py_CLEAR(block);
         record = NULL;
     }
@@ -199,52 +213,65 @@ store_take(PyObject *store, Py_ssize_t nbytes)
     return block;
 }
 
+/* Under the store's lock: the live `block` (of `n` bytes, `size` rounded) put on the
+ * recent stack of its stream and size; its in-use total into `*in_use`. */
+static int
+give_recent(PyObject *store, PyObject *block, Py_ssize_t n, Py_ssize_t *in_use)
+{
+    PyObject *recent = POOL(store, PS_RECENT);
+    PyObject *size = SLOT(block, BlockOff[B_SIZE]), *stream = SLOT(block, BlockOff[B_STREAM]);
+    PyObject *key = !PyDict_CheckExact(recent) ? NULL :   /* `recent_key(stream, size)` */
+        stream == Py_None ? Py_NewRef(size) : PyTuple_Pack(2, stream, size);
+    PyObject *stack = key == NULL ? NULL : PyDict_GetItemWithError(recent, key);
+    Py_ssize_t sz = slot_ssize(size);
+    int rc = 0;
+    if (key == NULL || sz < 0 || PySet_Discard(POOL(store, PS_LIVE), block) < 0 ||
+            (*in_use = count(store, PS_IN_USE, -n)) < 0 || count(store, PS_N_FREES, 1) < 0)
+        rc = -1;
+    else if (stack != NULL)
+        rc = PyList_Append(stack, block);
+    else if (!PyErr_Occurred()) {
+        PyObject *fresh = PyList_New(1);
+        if (fresh != NULL)
+            PyList_SET_ITEM(fresh, 0, Py_NewRef(block));
+        rc = fresh == NULL ? -1 : PyDict_SetItem(recent, key, fresh);
+        Py_XDECREF(fresh);
+    } else
+        rc = -1;
+    Py_XDECREF(key);
+    if (rc == 0 && count(store, PS_RECENT_BYTES, sz) < 0)
+        rc = -1;
+    return rc;
+}
+
 /* `store.free(block)` in C where the store is pooled: 1 when done, 0 when the Python
  * method must run, -1 on error. */
 static int
 pooled_free(PyObject *store, PyObject *block)
 {
-    PyObject *record;
-    PyObject *d = PyObject_TypeCheck(block, BlockType) ? store_dict(store, &record) : NULL;
-    if (d == NULL)
-        return PyErr_Occurred() ? -1 : 0;
-    PyObject *live = PyDict_GetItemWithError(d, s__live);
+    PyObject *record = NULL;
+    int ready = PyObject_TypeCheck(block, BlockType) ? store_ready(store, &record) : 0;
+    if (ready <= 0)
+        return ready;
+    PyObject *live = POOL(store, PS_LIVE);
     PyObject *size = SLOT(block, BlockOff[B_SIZE]), *stream = SLOT(block, BlockOff[B_STREAM]);
     PyObject *nbytes = SLOT(block, BlockOff[B_NBYTES]);
-    if (live == NULL || size == NULL || stream == NULL || nbytes == NULL ||
-            !PySet_Contains(live, block)) {   /* the Python method raises */
+    int known = size != NULL && stream != NULL && nbytes != NULL && PyAnySet_Check(live) ?
+        PySet_Contains(live, block) : 0;
+    if (known <= 0) {   /* the Python method raises */
         Py_XDECREF(record);
-        return PyErr_Occurred() ? -1 : 0;
+        return known;
     }
     /* (a block the Python path made may count its bytes in NumPy ints) */
-    Py_ssize_t in_use = -1, n = PyNumber_AsSsize_t(nbytes, PyExc_OverflowError),
-        sz = PyNumber_AsSsize_t(size, PyExc_OverflowError);
-    int rc = PyErr_Occurred() ? -1 : store_lock(d);
+    Py_ssize_t in_use = -1, n = slot_ssize(nbytes);
+    int rc = PyErr_Occurred() ? -1 : store_lock(store);
     if (rc == 0) {
-        PyObject *recent = PyDict_GetItemWithError(d, s__recent);
-        PyObject *key = recent == NULL ? NULL : PyTuple_Pack(2, stream, size);
-        PyObject *stack = key == NULL ? NULL : PyDict_GetItemWithError(recent, key);
-        if (key == NULL || PySet_Discard(live, block) < 0 ||
-                (in_use = count(d, s__in_use, -n)) < 0 || count(d, s__n_frees, 1) < 0)
-            rc = -1;
-        else if (stack != NULL)
-            rc = PyList_Append(stack, block);
-        else if (!PyErr_Occurred()) {
-            PyObject *fresh = PyList_New(1);
-            if (fresh != NULL)
-                PyList_SET_ITEM(fresh, 0, Py_NewRef(block));
-            rc = fresh == NULL ? -1 : PyDict_SetItem(recent, key, fresh);
-            Py_XDECREF(fresh);
-        } else
-            rc = -1;
-        if (rc == 0 && count(d, s__recent_bytes, sz) < 0)
-            rc = -1;
-        Py_XDECREF(key);
-        if (store_unlock(d) < 0)
+        rc = give_recent(store, block, n, &in_use);
+        if (store_unlock(store) < 0)
             rc = -1;
     }
     if (rc == 0 && record != NULL) {
-        rc = memory_record(record, FreeTag, d, in_use);
+        rc = memory_record(record, FreeTag, store, in_use);
         record = NULL;
     }
     Py_XDECREF(record);
@@ -259,7 +286,7 @@ store_free(PyObject *device, PyObject *block)
     if (_PyType_Lookup(Py_TYPE(device), s_free) != DeviceFree ||
             !PyObject_TypeCheck(block, BlockType))
         return 0;
-    PyObject *store = PyObject_GetAttr(device, s_store);
+    PyObject *store = DEVICE_ATTR(device, DV_STORE, s_store);
     if (store == NULL)
         return -1;
     set_slot(block, BlockOff[B_LABEL], s_empty);

@@ -95,14 +95,14 @@ user_line(PyObject **file, int *line)
 static int
 trace_prepare(LeanOp *L, PyObject *hooks)
 {
-    PyObject *trace = PyObject_GetAttr(hooks, s_lean_trace);
+    PyObject *trace = slot_attr(hooks, HookBusType, LeanTraceOff, s_lean_trace);
     if (trace == NULL || trace == Py_False || trace == Py_None) {
         int rc = trace == NULL ? -1 : trace == Py_False;
         Py_XDECREF(trace);
         return rc;
     }
     L->record = trace;
-    L->track = PyObject_GetAttr(L->device, s_caller_track);
+    L->track = DEVICE_ATTR(L->device, DV_CALLER_TRACK, s_caller_track);
     return L->track == NULL ? -1 : 1;
 }
 

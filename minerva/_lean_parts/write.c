@@ -52,11 +52,10 @@ settled_write(LeanOp *L, PyObject *base)
         set_slot(base, DataOff[D_DEAD], Py_True);
         if (block != Py_None)
             set_slot(SLOT(out, DataOff[D_BLOCK]), BlockOff[B_LABEL], out);
-        dag = PyObject_GetAttr(L->engine, s_dag);
-        PyObject *data = dag == NULL ? NULL : PyObject_GetAttr(dag, s_data);
+        dag = ENGINE_ATTR(L->engine, E_DAG, s_dag);
+        PyObject *data = dag == NULL ? NULL : DAG_ATTR(dag, G_DATA, s_data);
         if (data == NULL || PyDict_DelItem(data, SLOT(base, DataOff[D_NODE_ID])) < 0 ||
-                PyDict_SetItem(data, node_id, out) < 0 ||
-                attr_add(dag, s_n_completed_total, 1) < 0)
+                PyDict_SetItem(data, node_id, out) < 0 || dag_completed(dag) < 0)
             Py_CLEAR(out);
         Py_XDECREF(data);
     }

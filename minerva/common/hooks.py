@@ -37,7 +37,10 @@ def _fan_out(functions):
 
 
 class HookBus:
-    """Routes each event to the listeners that define a method of the event's name."""
+    """Routes each event to the listeners that define a method of the event's name.
+    Its fields are slots (the C lean path reads ``lean_trace`` by offset)."""
+
+    __slots__ = ("_listeners", "active", "wants_nodes", "lean_trace") + EVENTS
 
     def __init__(self):
         self._listeners: list = []

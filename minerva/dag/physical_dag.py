@@ -9,8 +9,11 @@ class PhysicalDag:
 
     Not thread-safe by itself: the scheduler's lock guards it. ``register_op`` inserts an op
     node and its outputs (``ops``, ``data`` by id); an op node leaves when it finishes, a
-    data node when it is dead (no pending consumer, no handle, computed).
+    data node when it is dead (no pending consumer, no handle, computed). Its fields are
+    slots, which the C lean path (``minerva._lean``) reads by offset.
     """
+
+    __slots__ = ("ops", "data", "n_completed_total", "n_failed_total")
 
     def __init__(self):
         self.ops: dict[int, OpNode] = {}

@@ -21,17 +21,22 @@ Listener = Callable[[Any, "BaseException | None"], Any]
 
 
 class Device(abc.ABC):
-    """One compute device: an id, an array module ``xp``, a store, and a way to run ops."""
+    """One compute device: an id, an array module ``xp``, a store, and a way to run ops.
+
+    Per instance (slots, which the C lean path reads by offset): ``device_id``, ``store``,
+    ``hooks``, ``listener``, ``track`` and ``caller_track`` (the trace's tracks),
+    ``lookup``; ``cancelled`` — set by ``cancel``: the error ops handed to this device
+    from then on fail with (None until then); ``inline_limit`` — ops touching at most
+    this many bytes whose inputs are computed run at once on the thread that issues them
+    (``run_direct``: the engine's direct path); 0 (the default): never."""
+
+    __slots__ = ("device_id", "store", "hooks", "listener", "track", "caller_track",
+                 "lookup", "cancelled", "inline_limit")
 
     kind = "abstract"
     xp: Any = None
     held_kinds = "biufc"
     """The dtype kinds its arrays may have (``ops.dtypes``): numbers and bools (CuPy's)."""
-    cancelled: BaseException | None = None
-    """Set by ``cancel``: the error ops handed to this device from then on fail with."""
-    inline_limit = 0
-    """Ops touching at most this many bytes whose inputs are computed run at once on the
-    thread that issues them (``run_direct``: the engine's direct path); 0: never."""
     whole_limit = 0
     """Up to ``inline_limit``: an op the device cuts into row ranges by its own rule
     (``OpDef.row_split``, whose numbers may depend on the cut) runs on the issuing thread,
@@ -52,6 +57,8 @@ class Device(abc.ABC):
         self.store = store
         self.hooks = hooks
         self.listener = listener
+        self.cancelled: BaseException | None = None
+        self.inline_limit = 0
         self.track = f"{self.kind}{device_id}"
         self.caller_track = self.track + ":caller"   # tiny ops run on the caller's thread
         # the device table's ``get``, set by the DeviceManager: finds a copy's source device

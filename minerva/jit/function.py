@@ -235,12 +235,8 @@ class JitFunction:
     def _record(self, key, args):
         arrays = [x if isinstance(x, NArray) else None for x in args]
         capture = Capture(arrays)
-        refuse, HOST_READS.refuse = HOST_READS.refuse, _host_read_error
-        try:
-            with capture.listening():
-                result = self.fn(*args)
-        finally:
-            HOST_READS.refuse = refuse
+        with HOST_READS.refused(_host_read_error), capture.listening():
+            result = self.fn(*args)
         results = [(capture.ref(x), x._spec) for x in _arrays_in(result)]
         watched = _tmp_refs(capture, {vid for (vid, _), _ in results})
         plan = Plan(capture, result, results, args, self.fuse)

@@ -30,13 +30,14 @@ from minerva.common.fp_errors import capture as capture_errstate
 from minerva.dag.nodes import FAILED, LAUNCHED, Storage
 from minerva.scheduler import state
 from minerva.scheduler.direct import DirectPath
+from minerva.scheduler.fields import EngineFields
 from minerva.scheduler.lifecycle import Lifecycle
 from minerva.scheduler.nested import NestedNow
 from minerva.scheduler.releases import Releasing
 from minerva.scheduler.waiting import Waiting
 
 
-class Engine(DirectPath, NestedNow, Releasing, Waiting, Lifecycle):
+class Engine(EngineFields, DirectPath, NestedNow, Releasing, Waiting, Lifecycle):
     """Base of the DAG scheduler and the naive engine; subclasses decide *when* ops run
     (``_start``). ``copy_op`` is the op definition of a copy (the engine inserts copies of
     inputs that live on another device, and copies on write)."""
@@ -44,10 +45,9 @@ class Engine(DirectPath, NestedNow, Releasing, Waiting, Lifecycle):
     kicks_releases = False
     """Whether a release with nothing in flight posts a task to apply it (an engine with
     threads); the naive engine applies releases at its next call instead."""
-    _release_posted = False
-    """Set while a posted RELEASE task is pending (by the engine that kicks releases)."""
 
     def __init__(self, dag, devices, hooks, max_pending: int, copy_op):
+        self._release_posted = False   # a posted RELEASE task is pending (kicks_releases)
         self.dag = dag
         self.copy_op = copy_op
         self.devices = devices

@@ -16,11 +16,13 @@ or free (cached in the free index of its stream); :mod:`minerva.storage.arena` k
 Fast path: a freed block first waits, unmerged, on a stack of *recent* blocks of its stream
 and size; a request of that exact size takes the newest one back in O(1) (steady-state loops
 allocate the same sizes over and over). A request of another size takes the best fit of
-the arena as it is; only when nothing there fits — and before a new chunk, a release or the
-limit — are the recent blocks returned to the arena, merged, so no chunk is made while they
-could serve the request. A recycled Block object is handed out again with ``nbytes``
-set to the new request; otherwise a Block handed out is never changed by the store (free
-segments are separate objects); a freed Block must not be freed again (ValueError).
+the arena as it is; when nothing there fits, the recent blocks go back to the arena, merged,
+before a new chunk is made once they hold more than ``recent_slack`` bytes
+(:data:`RECENT_SLACK`; fewer wait for their own sizes: a loop's values held through a step
+come back in the sizes they went), and always before a release or at the limit. A recycled
+Block object is handed out again with ``nbytes`` set to the new request; otherwise a Block
+handed out is never changed by the store (free segments are separate objects); a freed
+Block must not be freed again (ValueError).
 """
 from __future__ import annotations
 
@@ -47,6 +49,10 @@ RECLAIM_ROUNDS = 4
 RECLAIM_SECONDS = 5.0
 """At most this much time spent in the reclaimer for one request."""
 
+RECENT_SLACK = 1 << 20
+"""By default, recent blocks up to this many bytes wait for their own sizes rather than
+merge into the arena at a miss (``_flush_due``; a store's ``recent_slack``)."""
+
 OOM_REPORT_BLOCKS = 5
 """An out-of-memory message names this many of the largest live blocks."""
 
@@ -58,10 +64,19 @@ class PooledDataStore(DataStore):
     indexes, the neighbour links of every segment, the set of live blocks and every counter.
     The allocator (malloc and free), the reclaimer and the hooks are always called without
     it, so a reclaimer may wait for threads that call :meth:`free`.
+
+    Its state lives in slots, which the C lean path (``minerva._lean``, store.c) reads and
+    writes by offset under the same lock.
     """
 
+    __slots__ = ("allocator", "strategy", "limit_bytes", "device_id", "hooks", "_reclaim",
+                 "_round", "_caches", "_lock", "_arena", "_recent", "_recent_bytes", "_live",
+                 "_n_chunks_made", "_in_use", "_peak", "_reserved", "_peak_reserved",
+                 "_n_allocs", "_n_frees", "_n_hits", "_n_mallocs", "_n_releases", "_n_ooms",
+                 "recycles", "n_recycled", "recent_slack")
+
     def __init__(self, allocator, strategy="pooled", limit_bytes: int | None = None,
-                 device_id: int = 0, hooks=NULL_HOOKS):
+                 device_id: int = 0, hooks=NULL_HOOKS, recent_slack: int = RECENT_SLACK):
         self.allocator = allocator
         self.strategy = get_strategy(strategy)
         self.limit_bytes = _check_limit(limit_bytes)
@@ -72,7 +87,7 @@ class PooledDataStore(DataStore):
         self._caches = self.strategy.caches
         self._lock = threading.Lock()
         self._arena = Arena()
-        self._recent: dict[tuple, list[Segment]] = {}
+        self._recent: dict[Any, list[Segment]] = {}   # by recent_key(stream, size)
         self._recent_bytes = 0
         self._live: set[Segment] = set()
         self._n_chunks_made = 0
@@ -80,6 +95,7 @@ class PooledDataStore(DataStore):
         self._n_allocs = self._n_frees = self._n_hits = 0
         self._n_mallocs = self._n_releases = self._n_ooms = 0
         self.recycles = self._caches
+        self.recent_slack = recent_slack
         self.n_recycled = 0   # counted in n_allocs, n_frees and n_pool_hits
 
     # ---- the DataStore interface -------------------------------------------------------
@@ -96,14 +112,14 @@ class PooledDataStore(DataStore):
             raise ValueError(f"cannot allocate a negative number of bytes: {nbytes}")
         size = self._round(nbytes)
         with self._lock:
-            stack = self._recent.get((stream, size)) if self._caches else None
+            stack = self._recent.get(recent_key(stream, size)) if self._caches else None
             if stack:  # the fast path: the newest freed block of this size and stream
                 block = stack.pop()
                 self._recent_bytes -= size
                 block.nbytes = nbytes
             else:
                 block = self._arena.take(size, nbytes, stream) if self._caches else None
-                if block is None and self._recent_bytes:
+                if block is None and self._flush_due():
                     self._flush_recent()
                     block = self._arena.take(size, nbytes, stream)
             if block is not None:
@@ -122,7 +138,7 @@ class PooledDataStore(DataStore):
         needs): the cache or a new chunk within the limit, else ``(None, None)``."""
         size = self._round(nbytes)
         with self._lock:
-            stack = self._recent.get((None, size)) if self._caches else None
+            stack = self._recent.get(size) if self._caches else None   # stream None
             if stack:
                 block = stack.pop()
                 self._recent_bytes -= size
@@ -164,9 +180,10 @@ class PooledDataStore(DataStore):
             self._n_frees += 1
             in_use = self._in_use
             if self._caches:
-                stack = self._recent.get((block.stream, block.size))
+                key = recent_key(block.stream, block.size)
+                stack = self._recent.get(key)
                 if stack is None:
-                    self._recent[block.stream, block.size] = [block]
+                    self._recent[key] = [block]
                 else:
                     stack.append(block)
                 self._recent_bytes += block.size
@@ -248,7 +265,7 @@ class PooledDataStore(DataStore):
         with self._lock:
             if self._caches:   # the merged free space first, as ``alloc``; then the recent
                 block = self._arena.take(size, nbytes, stream)
-                if block is None and self._recent_bytes:
+                if block is None and self._flush_due():
                     self._flush_recent()
                     block = self._arena.take(size, nbytes, stream)
                 if block is not None:
@@ -267,6 +284,15 @@ class PooledDataStore(DataStore):
         with self._lock:
             block = self._new_chunk_block(chunk, size, nbytes, stream)
             return block, self._record_alloc(block)
+
+    def _flush_due(self) -> bool:
+        """After a miss of the recent stacks and the arena: whether the recent blocks go
+        back to the arena first, merged, to serve the request — when they hold more than
+        ``recent_slack`` bytes. Else a new chunk is made and they wait for requests of
+        their own sizes: a loop's values held through a step come back as they went,
+        without a merge and a cut each step. A limit to keep flushes them all first (the
+        out-of-memory ladder's release)."""
+        return self._recent_bytes > self.recent_slack
 
     def _flush_recent(self) -> None:
         """Return every recent block to the arena (merged with its free neighbours); the
@@ -349,6 +375,12 @@ class PooledDataStore(DataStore):
                     limit_bytes=self.limit_bytes, in_use_bytes=state[0],
                     cached_bytes=state[1])
         return OutOfMemoryError(message)
+
+
+def recent_key(stream, size: int):
+    """The key of the recent stack of ``stream`` and ``size``: the size alone for a CPU
+    device's one queue (``stream`` None: an int key is the cheapest to look up)."""
+    return size if stream is None else (stream, size)
 
 
 def _both(nbytes: int) -> str:

@@ -21,3 +21,19 @@ def test_flush_drops_the_stacks_of_every_size_and_reuses_the_blocks():
     store.free(again)
     assert store.alloc(sizes[3]).chunk is whole.chunk
     assert store.stats()["in_use_bytes"] == sizes[3]
+
+
+def test_recent_blocks_within_the_slack_wait_for_their_own_size():
+    store, fake = new_store(recent_slack=3 * 4096)
+    held = [store.alloc(4096) for _ in range(3)]
+    for block in held:
+        store.free(block)                     # 12 KiB recent: within the slack
+    other = store.alloc(8192)                 # a miss: a new chunk, no merge
+    assert fake.mallocs == [4096] * 3 + [8192]
+    assert [store.alloc(4096).chunk for _ in range(3)] == [b.chunk for b in reversed(held)]
+    store.free(other)
+    for block in held:
+        store.free(block)                     # 20 KiB recent: over the slack
+    cut = store.alloc(6000)                   # a miss: the recent blocks go back first
+    assert store._recent == {} and len(fake.mallocs) == 4
+    assert cut.chunk is other.chunk and store.stats()["in_use_bytes"] == 6000

@@ -64,9 +64,12 @@ class FakeAllocator:
         return ("view", chunk, offset, nbytes, shape, dtype)
 
 
-def new_store(strategy="pooled", capacity=None, **kwargs):
+def new_store(strategy="pooled", capacity=None, recent_slack=0, **kwargs):
+    """A store over a fake allocator; no recent block waits for its own size at a miss
+    (``recent_slack=0``) unless asked: every miss sees the merged free space."""
     fake = FakeAllocator(capacity)
-    return PooledDataStore(fake, strategy=strategy, **kwargs), fake
+    return PooledDataStore(fake, strategy=strategy, recent_slack=recent_slack,
+                           **kwargs), fake
 
 
 def chunk_segments(store, block):

@@ -31,8 +31,10 @@ import numpy as np
 from minerva.builder import ACCELERATOR, FROM_HOST, SCALAR_RESULT_OPS, SEAM
 from minerva.common import callsite, fp_errors
 from minerva.common.callsite import user_callsite
+from minerva.common.hooks import HookBus
 from minerva.current import Runtime
 from minerva.dag.nodes import COMPLETED, DataNode, Storage, new_node_id
+from minerva.dag.physical_dag import PhysicalDag
 from minerva.device.base import Device, detach_traceback
 from minerva.device.cpu.blas import BLAS
 from minerva.narray import COPIED_SCALARS, HOST_READS, BaseLink, NArray
@@ -41,6 +43,7 @@ from minerva.ops.dtypes import NUMERIC_KINDS
 from minerva.ops.registry import ArraySpec, OpDef
 from minerva.scheduler import state
 from minerva.scheduler.direct import AHEAD_BYTES, DirectPath, direct_error
+from minerva.scheduler.fields import EngineFields
 from minerva.scheduler.releases import Releasing
 from minerva.storage.base import Block
 from minerva.storage.host import HostAllocator
@@ -237,7 +240,8 @@ def configure(elide_bytes: int) -> None:
         COMPLETED=COMPLETED,
         ahead_bytes=AHEAD_BYTES, elide_bytes=elide_bytes, release=Releasing.release,
         package_dir=callsite.PACKAGE_DIR, finished=FINISHED, alloc_tag=ALLOC, free_tag=FREE,
-        PooledDataStore=PooledDataStore, HostAllocator=HostAllocator,
+        PooledDataStore=PooledDataStore, HostAllocator=HostAllocator, Engine=EngineFields,
+        PhysicalDag=PhysicalDag, HookBus=HookBus, Device=Device,
         round_granule=round_granule, granule=GRANULE,
         device_free=Device.free, element_now=DirectPath.element_now, host_reads=HOST_READS,
         copied_scalars=COPIED_SCALARS, blas=BLAS, scalar_result_ops=SCALAR_RESULT_OPS,
