@@ -121,7 +121,8 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             take(kwargs, "blas_lock", &BlasLock) < 0 ||
             take(kwargs, "blas_queue", &BlasQueue) < 0 ||
             take(kwargs, "scalar_result_ops", &ScalarResultOps) < 0 ||
-            take(kwargs, "from_host", &FromHost) < 0 || take(kwargs, "asarray", &Asarray) < 0)
+            take(kwargs, "from_host", &FromHost) < 0 ||
+            take(kwargs, "lock", &ThreadLockMaker) < 0 || take(kwargs, "asarray", &Asarray) < 0)
         goto fail;
     if (!PyContextVar_CheckExact(ExtObj) || !PyDict_Check(Decoded) ||
             !PyList_Check(DirectRecords) || !PyUnicode_Check(PackageDir) ||
@@ -139,6 +140,15 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_TypeError, "configure: Runtime, SEAM.listening or host_reads.refusing");
         goto fail;
     }
+    PyObject *probe = PyObject_CallNoArgs(ThreadLockMaker);
+    int fast = probe == NULL ? -1 : lock_layout_holds(probe);
+    if (probe != NULL) {
+        Py_XSETREF(ThreadLockType, (PyTypeObject *)Py_NewRef(Py_TYPE(probe)));
+        Py_DECREF(probe);
+    }
+    if (fast < 0)
+        goto fail;
+    FastLocks = fast;
     Completed = PyLong_AsLong(completed);
     AheadBytes = PyLong_AsSsize_t(ahead);
     ElideBytes = PyLong_AsSsize_t(elide);
@@ -167,10 +177,19 @@ fail:
     return NULL;
 }
 
+static PyObject *
+fast_locks(PyObject *module, PyObject *unused)
+{
+    return PyBool_FromLong(FastLocks);
+}
+
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Hand over the runtime's classes and constants (minerva.api.core.lean)."},
     {"clear_cache", cache_clear, METH_NOARGS, "Forget the cached shape rules."},
+    {"fast_locks", fast_locks, METH_NOARGS,
+     "Whether free threading.Locks are taken without a method call (configure probed "
+     "their layout)."},
     {"run_op", (PyCFunction)(void (*)(void))run_op, METH_FASTCALL,
      "run_op(op_def, attrs, inputs, spec): the lean path of one op `builder.build` builds "
      "(its result handle), or None for the Python path."},
@@ -213,7 +232,8 @@ PyInit__lean(void)
     INTERN(s_try_hold_blas, "try_hold_blas"); INTERN(s_process_wide, "process_wide");
     INTERN(s_threads, "threads"); INTERN(s_itemsize, "itemsize");
     INTERN(s__count, "_count"); INTERN(s__users, "_users");
-    INTERN(s_notify_all, "notify_all"); INTERN(s__chosen, "_chosen"); INTERN(s___call__, "__call__");
+    INTERN(s_notify_all, "notify_all"); INTERN(s__chosen, "_chosen");
+    INTERN(s_locked, "locked"); INTERN(s___call__, "__call__");
     INTERN(s_shape, "shape"); INTERN(s_nbytes, "nbytes");
     INTERN(s_impl, "impl"); INTERN(s_elementwise, "elementwise"); INTERN(s_out, "out");
     INTERN(s_label, "label"); INTERN(s_empty, "");

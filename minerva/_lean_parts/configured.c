@@ -101,7 +101,7 @@ static PyObject *s_system, *s_hooks, *s_engine, *s_local, *s_device, *s_devices,
     *s_dag, *s_data, *s_n_completed_total, *s_free_blocks, *s_quiet, *s_direct, *s_infer,
     *s_acquire, *s_release, *s_scalar, *s_reverse, *s_kind,
     *s_caller_track, *s_name, *s_lean_trace, *s_dtype, *s_row_split, *s_whole_limit,
-    *s_try_hold_blas, *s_process_wide, *s_threads, *s_itemsize, *s__count, *s__users, *s_notify_all, *s__chosen;
+    *s_try_hold_blas, *s_process_wide, *s_threads, *s_itemsize, *s__count, *s__users, *s_notify_all, *s__chosen, *s_locked;
 
 /* Set `*obj` to the slot at `off`, or fail when the slot is empty. */
 static int

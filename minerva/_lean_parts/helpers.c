@@ -17,13 +17,70 @@ spec_nbytes(PyObject *spec)
     return nbytes;
 }
 
+/* A `threading.Lock` as CPython 3.11 and 3.12 lay it out (Modules/_threadmodule.c);
+ * `configure` checks the layout on a lock of its own (`lock_layout_holds`) before the
+ * lock helpers below take a free lock without a method call (`FastLocks`). */
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock_lock;
+    PyObject *in_weakreflist;
+    char locked;
+} ThreadLock;
+
+static PyTypeObject *ThreadLockType;   /* type(threading.Lock()) */
+static PyObject *ThreadLockMaker;      /* threading.Lock */
+static int FastLocks;
+
+/* Whether `lock` (a fresh, free `threading.Lock`) behaves as `ThreadLock` says, both
+ * ways: taken by its method, it is taken here; taken here, its method says so. */
+static int
+lock_layout_holds(PyObject *lock)
+{
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030D0000
+    ThreadLock *t = (ThreadLock *)lock;
+    if (Py_TYPE(lock)->tp_basicsize != sizeof(ThreadLock) || t->locked)
+        return 0;
+    PyObject *r = PyObject_CallMethodNoArgs(lock, s_acquire);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    int holds = t->locked == 1 &&
+        PyThread_acquire_lock_timed(t->lock_lock, 0, 0) == PY_LOCK_FAILURE;
+    r = PyObject_CallMethodNoArgs(lock, s_release);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    if (!holds || t->locked != 0 ||
+            PyThread_acquire_lock_timed(t->lock_lock, 0, 0) != PY_LOCK_ACQUIRED)
+        return 0;
+    t->locked = 1;
+    r = PyObject_CallMethodNoArgs(lock, s_locked);
+    holds = r == Py_True;
+    Py_XDECREF(r);
+    t->locked = 0;
+    PyThread_release_lock(t->lock_lock);
+    return r == NULL ? -1 : holds;
+#else
+    return 0;
+#endif
+}
+
 /* `lock.acquire()`, refused (NULL) while an exception is pending: a pending one would
- * fail the call after the lock was taken, and the lock would stay taken. */
+ * fail the call after the lock was taken, and the lock would stay taken. A free
+ * `threading.Lock` is taken at once here, as its method's first, non-blocking try does;
+ * a held one by the method, which waits without the GIL. */
 static PyObject *
 lock_acquire(PyObject *lock)
 {
     if (PyErr_Occurred())
         return NULL;
+    if (FastLocks && Py_IS_TYPE(lock, ThreadLockType)) {
+        ThreadLock *t = (ThreadLock *)lock;
+        if (PyThread_acquire_lock_timed(t->lock_lock, 0, 0) == PY_LOCK_ACQUIRED) {
+            t->locked = 1;
+            Py_RETURN_TRUE;
+        }
+    }
     return PyObject_CallMethodNoArgs(lock, s_acquire);
 }
 
@@ -32,6 +89,12 @@ lock_acquire(PyObject *lock)
 static int
 lock_release(PyObject *lock)
 {
+    if (FastLocks && Py_IS_TYPE(lock, ThreadLockType) && ((ThreadLock *)lock)->locked) {
+        ThreadLock *t = (ThreadLock *)lock;   /* as its method, less the call */
+        t->locked = 0;
+        PyThread_release_lock(t->lock_lock);
+        return 0;
+    }
     Held held;
     HOLD(held);
     PyObject *r = PyObject_CallMethodNoArgs(lock, s_release);
@@ -113,7 +176,9 @@ static inline PyObject *
 slot_attr(PyObject *obj, PyTypeObject *type, Py_ssize_t off, PyObject *name)
 {
     PyTypeObject *own = Py_TYPE(obj);
-    if (type != NULL && (own == type || own->tp_base == type || PyType_IsSubtype(own, type))) {
+    for (int up = 0; up < 3 && own != NULL && own != type; up++)
+        own = own->tp_base;   /* the engine's classes: type, or a class or two below it */
+    if (type != NULL && (own == type || PyType_IsSubtype(Py_TYPE(obj), type))) {
         PyObject *value = SLOT(obj, off);
         if (value != NULL)
             return Py_NewRef(value);

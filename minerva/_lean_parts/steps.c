@@ -347,7 +347,7 @@ lean_reap(LeanOp *L, PyObject **block, PyObject **later)
     Py_ssize_t n = PyObject_Length(L->releases);
     if (n <= 0)
         return n < 0 ? -1 : 0;
-    int recycles = attr_true(L->store, s_recycles);
+    int recycles = truth_of(slot_attr(L->store, PooledType, PoolOff[PS_RECYCLES], s_recycles));
     if (recycles < 0)
         return -1;
     Py_ssize_t nbytes = recycles && L->written == NULL ? L->nbytes : -1;   /* no hand-over */

@@ -22,11 +22,11 @@ static PyObject *s_label, *s_empty;
  * member descriptors give them) */
 enum { PS_ROUND, PS_CACHES, PS_LOCK, PS_RECENT, PS_RECENT_BYTES, PS_N_HITS, PS_LIVE,
        PS_N_ALLOCS, PS_IN_USE, PS_PEAK, PS_N_FREES, PS_DEVICE_ID, PS_HOOKS, PS_ALLOCATOR,
-       PS_N_RECYCLED, PS_N };
+       PS_N_RECYCLED, PS_RECYCLES, PS_N };
 static const char *PoolSlots[PS_N] = {
     "_round", "_caches", "_lock", "_recent", "_recent_bytes", "_n_hits", "_live",
     "_n_allocs", "_in_use", "_peak", "_n_frees", "device_id", "hooks", "allocator",
-    "n_recycled"};
+    "n_recycled", "recycles"};
 static Py_ssize_t PoolOff[PS_N];
 
 #define POOL(store, i) SLOT(store, PoolOff[i])

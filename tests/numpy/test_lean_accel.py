@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import warnings
 
 import numpy
@@ -42,6 +43,29 @@ def test_a_tiny_chain_makes_no_python_call_per_op():
     for _ in range(1000):
         expected = 1.0 - (expected * 0.5) * (expected * 0.5)
     assert chain(1000).to_numpy().tobytes() == expected.tobytes()
+
+
+@accelerated
+def test_an_op_waits_for_the_engine_lock_another_thread_holds():
+    x = mv.zeros(4) + 1.0
+    engine = get_system().engine
+    held, done = threading.Event(), threading.Event()
+
+    def hold():
+        with engine._lock:
+            held.set()
+            assert not done.wait(0.2)   # the op below cannot finish while the lock is held
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(10)
+    result = []
+    worker = threading.Thread(target=lambda: (result.append(x * 3.0), done.set()))
+    worker.start()
+    holder.join(10)
+    worker.join(10)
+    assert done.is_set() and result[0].to_numpy().tolist() == [3.0] * 4
+    assert not engine._lock.locked()   # released as it was taken, whichever way
+    assert isinstance(lean._lean.fast_locks(), bool)   # the layout configure probed
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 
 import numpy as np
 
@@ -245,7 +246,7 @@ def configure(elide_bytes: int) -> None:
         round_granule=round_granule, granule=GRANULE,
         device_free=Device.free, element_now=DirectPath.element_now, host_reads=HOST_READS,
         copied_scalars=COPIED_SCALARS, blas=BLAS, scalar_result_ops=SCALAR_RESULT_OPS,
-        from_host=FROM_HOST, asarray=np.asarray, **BLAS.guards())
+        from_host=FROM_HOST, asarray=np.asarray, lock=threading.Lock, **BLAS.guards())
     ACCELERATOR.run_op, ACCELERATOR.run_write = _lean.run_op, _lean.run_write
     if not isinstance(Storage.__dict__["__del__"], _lean.Finalizer):
         Storage.__del__ = _lean.Finalizer(Storage.__del__)
