@@ -39,6 +39,7 @@ typedef struct { PyObject *type, *value, *tb; } Held;
 #include "_lean_parts/operator.c"
 #include "_lean_parts/reduction.c"
 #include "_lean_parts/any_op.c"
+#include "_lean_parts/build.c"
 #include "_lean_parts/new_array.c"
 #include "_lean_parts/setitem.c"
 #include "_lean_parts/array_ufunc.c"
@@ -97,6 +98,8 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
             take(kwargs, "failed_write", &FailedWrite) < 0 ||
             take(kwargs, "numeric_kinds", &NumericKinds) < 0 ||
             take(kwargs, "float_scalars", &FloatScalars) < 0 ||
+            take(kwargs, "int_scalars", &IntScalars) < 0 ||
+            take_type(kwargs, "dtype", &NumpyDtypeType) < 0 ||
             take(kwargs, "ndarray", &NdarrayType) < 0 ||
             take(kwargs, "release", &EngineRelease) < 0 ||
             take(kwargs, "COMPLETED", &completed) < 0 ||
@@ -126,7 +129,8 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
         goto fail;
     if (!PyContextVar_CheckExact(ExtObj) || !PyDict_Check(Decoded) ||
             !PyList_Check(DirectRecords) || !PyUnicode_Check(PackageDir) ||
-            !PyTuple_Check(FloatScalars) || !PyAnySet_Check(ScalarResultOps)) {
+            !PyTuple_Check(FloatScalars) || !PyTuple_Check(IntScalars) ||
+            !PyAnySet_Check(ScalarResultOps)) {
         PyErr_SetString(PyExc_TypeError, "configure: extobj, decoded, direct_records or package_dir");
         goto fail;
     }
@@ -190,6 +194,9 @@ static PyMethodDef methods[] = {
     {"fast_locks", fast_locks, METH_NOARGS,
      "Whether free threading.Locks are taken without a method call (configure probed "
      "their layout)."},
+    {"build_op", (PyCFunction)(void (*)(void))build_op, METH_FASTCALL,
+     "build_op(op_def, inputs, attrs): `builder.build` of a one-output op at once, the "
+     "shape rule's answer from its memo (the result handle), or None for the Python build."},
     {"run_op", (PyCFunction)(void (*)(void))run_op, METH_FASTCALL,
      "run_op(op_def, attrs, inputs, spec): the lean path of one op `builder.build` builds "
      "(its result handle), or None for the Python path."},
@@ -232,7 +239,7 @@ PyInit__lean(void)
     INTERN(s_try_hold_blas, "try_hold_blas"); INTERN(s_process_wide, "process_wide");
     INTERN(s_threads, "threads"); INTERN(s_itemsize, "itemsize");
     INTERN(s__count, "_count"); INTERN(s__users, "_users");
-    INTERN(s_notify_all, "notify_all"); INTERN(s__chosen, "_chosen");
+    INTERN(s_notify_all, "notify_all"); INTERN(s__chosen, "_chosen"); INTERN(s_memo, "memo");
     INTERN(s_locked, "locked"); INTERN(s___call__, "__call__");
     INTERN(s_shape, "shape"); INTERN(s_nbytes, "nbytes");
     INTERN(s_impl, "impl"); INTERN(s_elementwise, "elementwise"); INTERN(s_out, "out");

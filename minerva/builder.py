@@ -42,6 +42,10 @@ ASSIGN = registry.get("assign")
 def build(op_def, inputs, attrs=EMPTY, out=None):
     """Build ``op_def`` over NArrays ``inputs`` on the current device; its NArray result
     (a tuple for ops with several outputs), or ``out`` after writing into it."""
+    if out is None:   # the accelerator's whole build of a one-output op at once, if any
+        result = ACCELERATOR.build_op(op_def, inputs, attrs)
+        if result is not None:
+            return result
     system = Runtime.system or get_system()
     try:
         if len(inputs) == 1:
@@ -85,15 +89,22 @@ def _no_accelerator(op_def, attrs, inputs, spec_or_out):
     return None
 
 
+def _no_build(op_def, inputs, attrs):
+    return None
+
+
 class Accelerator:
     """What the optional C accelerator lends ``build`` (``minerva.api.core.lean`` sets
     it when it is active): ``run_op(op_def, attrs, inputs, spec)``, the lean path of one
     op over NArrays ``inputs`` in C — its result handle, or None (nothing done) for the
     Python one —, and ``run_write(op_def, attrs, inputs, out)``, the same of an op
-    written into NArray ``out`` (``out``, or None)."""
+    written into NArray ``out`` (``out``, or None); ``build_op(op_def, inputs, attrs)``,
+    the whole of ``build`` for a one-output op with no ``out=`` that runs at once (the
+    shape rule's answer from its memo, then ``run_op``'s steps), or None."""
 
     run_op = staticmethod(_no_accelerator)
     run_write = staticmethod(_no_accelerator)
+    build_op = staticmethod(_no_build)
 
 
 ACCELERATOR = Accelerator()

@@ -19,6 +19,7 @@ static PyObject *FailedWrite;      /* lean.failed_write(engine, op_def, written,
 static PyObject *Reported;         /* lean.reported(errstate, op_def) */
 static PyObject *NumericKinds;     /* "biufc" */
 static PyObject *FloatScalars;     /* NumPy's float and complex scalar types (a tuple) */
+static PyObject *IntScalars;       /* NumPy's integer scalar types (a tuple) */
 static PyObject *NdarrayType;      /* numpy.ndarray, which views a buffer */
 static long Completed;             /* the COMPLETED state */
 static Py_ssize_t AheadBytes, ElideBytes;
@@ -48,9 +49,9 @@ enum { B_NBYTES, B_LABEL, B_VIEW_KEY, B_VIEW, B_SIZE, B_STREAM, B_CHUNK, B_OFFSE
 static const char *BlockSlots[B_N] = {"nbytes", "label", "view_key", "view", "size", "stream",
                                       "chunk", "offset"};
 
-enum { O_TINY_INLINE, O_BLAS, O_ROW_SPLIT, O_NAME, O_IMPL, O_ELEMENTWISE, O_N };
+enum { O_TINY_INLINE, O_BLAS, O_ROW_SPLIT, O_NAME, O_IMPL, O_ELEMENTWISE, O_INFER, O_N };
 static const char *OpSlots[O_N] = {"tiny_inline", "blas", "row_split", "name", "impl",
-                                   "elementwise"};
+                                   "elementwise", "infer"};
 static PyTypeObject *OpDefType;    /* minerva.ops.registry.OpDef (its slots, read here) */
 
 /* The engine's and the DAG's slots the lean path reads (`Engine`, `PhysicalDag`) */

@@ -3,10 +3,12 @@
 
 /* ---- one element at once: x[i] ------------------------------------------------------ */
 
-/* `x[i]` (or `x[i, j, ...]`, one int per axis) of a whole value computed on a CPU device
- * with no write pending, while nothing records at the seam and host reads are allowed:
- * NumPy's own scalar, read under the engine lock (`indexing.getitem` →
- * `DirectPath.element_now`); NumPy's IndexError out of bounds. Anything else goes to
+/* `x[i]` (or `x[i, j, ...]`, one int per axis) of a value computed on a CPU device with
+ * no write pending — whole, or a plain view of it (`y = ys[k]; y[0]`: the element's place
+ * in the whole buffer found from the view's strides and offset) —, while nothing records
+ * at the seam and host reads are allowed: NumPy's own scalar, read under the engine lock
+ * (`indexing.getitem` → `DirectPath.element_now`); NumPy's IndexError out of bounds of a
+ * whole value (out of a view's bounds, the Python path raises it). Anything else goes to
  * the Python `__getitem__` it stands in front of. */
 
 static PyObject *ElementNow;       /* DirectPath.element_now, which the C read stands for */
@@ -59,9 +61,75 @@ parts_hold(PyObject *engine)
         engine == Parts.engine;
 }
 
-/* Under the engine lock: the element, Py_None when the value is not readable at once. */
+/* The ints of `key` (an int, or a tuple of ints, one per axis of `shape`) within
+ * `shape`, negative ones counted from the end, into `at`; 0 when one is out of bounds
+ * (the Python path raises NumPy's IndexError), -1 on error. */
+static int
+element_ints(PyObject *key, PyObject *shape, Py_ssize_t *at)
+{
+    Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
+    for (Py_ssize_t k = 0; k < ndim; k++) {
+        PyObject *item = PyLong_CheckExact(key) ? key : PyTuple_GET_ITEM(key, k);
+        Py_ssize_t i = PyLong_AsSsize_t(item), n = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k));
+        if ((i == -1 || n == -1) && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (i < 0)
+            i += n;
+        if (i < 0 || i >= n)
+            return 0;
+        at[k] = i;
+    }
+    return 1;
+}
+
+/* The key into the whole buffer (`base_shape`, C order) of the element `key` picks
+ * through the plain view `(shape, strides, offset)` of items of `itemsize` bytes (new
+ * reference); Py_None when the Python path must read it. */
 static PyObject *
-element_locked(PyObject *engine, PyObject *storage, PyObject *key)
+element_in_buffer(PyObject *view, PyObject *key, PyObject *base_shape, Py_ssize_t itemsize)
+{
+    Py_ssize_t at[64];
+    PyObject *shape = PyTuple_GET_ITEM(view, 0), *strides = PyTuple_GET_ITEM(view, 1);
+    Py_ssize_t nb = PyTuple_GET_SIZE(base_shape);
+    if (PyTuple_GET_SIZE(shape) > 64 || nb == 0 || nb > 64 || itemsize <= 0)
+        Py_RETURN_NONE;
+    int in = element_ints(key, shape, at);
+    if (in <= 0)
+        return in < 0 ? NULL : Py_NewRef(Py_None);
+    Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(view, 2));
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(shape); k++)
+        off += at[k] * PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, k));
+    if (PyErr_Occurred() || off < 0 || off % itemsize) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t flat = off / itemsize;
+    PyObject *base_key = PyTuple_New(nb);
+    if (base_key == NULL)
+        return NULL;
+    for (Py_ssize_t k = nb - 1; k >= 0; k--) {   /* unravelled in C order */
+        Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(base_shape, k));
+        PyObject *i = n <= 0 ? NULL : PyLong_FromSsize_t(flat % n);
+        if (i == NULL) {
+            Py_DECREF(base_key);
+            if (n > 0)
+                return NULL;
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        PyTuple_SET_ITEM(base_key, k, i);
+        flat /= n;
+    }
+    return base_key;
+}
+
+/* Under the engine lock: the element, Py_None when the value is not readable at once;
+ * through `view` (a plain view) where it is not Py_None. */
+static PyObject *
+element_locked(PyObject *engine, PyObject *storage, PyObject *key, PyObject *view,
+               Py_ssize_t itemsize)
 {
     PyObject *data = SLOT(storage, StorageOff[S_CURRENT]);
     PyObject *state = data == NULL ? NULL : SLOT(data, DataOff[D_STATE]);
@@ -94,7 +162,17 @@ element_locked(PyObject *engine, PyObject *storage, PyObject *key)
     PyObject *array = SLOT(data, DataOff[D_ARRAY]);
     if (!cpu || array == NULL || array == Py_None)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    return PyObject_GetItem(array, key);
+    if (view == Py_None)
+        return PyObject_GetItem(array, key);
+    PyObject *base_shape = SLOT(SLOT(data, DataOff[D_SPEC]), SpecOff[P_SHAPE]);
+    if (base_shape == NULL || !PyTuple_CheckExact(base_shape))
+        Py_RETURN_NONE;
+    PyObject *base_key = element_in_buffer(view, key, base_shape, itemsize);
+    if (base_key == NULL || base_key == Py_None)
+        return base_key;
+    PyObject *element = PyObject_GetItem(array, base_key);
+    Py_DECREF(base_key);
+    return element;
 }
 
 /* `x[key]` at once: the element (new reference), Py_None for the Python path, NULL on
@@ -103,15 +181,23 @@ static PyObject *
 element_lean(PyObject *x, PyObject *key)
 {
     PyObject *spec = SLOT(x, ArrayOff[A_SPEC]), *storage = SLOT(x, ArrayOff[A_STORAGE]);
-    if (SLOT(x, ArrayOff[A_VIEW]) != Py_None || spec == NULL || !Py_IS_TYPE(spec, SpecType) ||
-            storage == NULL || !Py_IS_TYPE(storage, StorageType))
-        Py_RETURN_NONE;
+    PyObject *view = SLOT(x, ArrayOff[A_VIEW]);
+    if (view == NULL || (view != Py_None && !simple_view(view)) || spec == NULL ||
+            !Py_IS_TYPE(spec, SpecType) || storage == NULL || !Py_IS_TYPE(storage, StorageType))
+        Py_RETURN_NONE;   /* a whole value, or a plain view of one */
     PyObject *shape = SLOT(spec, SpecOff[P_SHAPE]);
     if (shape == NULL || !PyTuple_Check(shape) || !element_key(key, PyTuple_GET_SIZE(shape)))
         Py_RETURN_NONE;
     int allowed = element_allowed(spec);
     if (allowed <= 0)
         return allowed < 0 ? NULL : Py_NewRef(Py_None);
+    Py_ssize_t itemsize = 0;
+    if (view != Py_None) {
+        PyObject *kind;
+        if (dtype_facts(SLOT(spec, SpecOff[P_DTYPE]), &kind, &itemsize) < 0)
+            return NULL;
+        Py_DECREF(kind);
+    }
     PyObject *engine = SLOT(storage, StorageOff[S_ENGINE]);
     if (engine == NULL || _PyType_Lookup(Py_TYPE(engine), s_element_now) != ElementNow)
         Py_RETURN_NONE;
@@ -123,7 +209,7 @@ element_lean(PyObject *x, PyObject *key)
         return NULL;
     }
     Py_DECREF(r);
-    PyObject *element = element_locked(engine, storage, key);
+    PyObject *element = element_locked(engine, storage, key, view, itemsize);
     int released = lock_release(lock);
     Py_DECREF(lock);
     if (released < 0)
@@ -140,11 +226,17 @@ element_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
     Element *self = (Element *)callable;
     if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL && NArrayType != NULL &&
             Py_IS_TYPE(args[0], NArrayType)) {
-        PyObject *element = element_lean(args[0], args[1]);
-        if (element != Py_None)
+        PyObject *key = int_key(args[1]);
+        if (key == NULL)
+            return NULL;
+        PyObject *element = element_lean(args[0], key);
+        if (element != Py_None) {
+            Py_DECREF(key);
             return element;
+        }
         Py_DECREF(element);
-        PyObject *view = view_lean(args[0], args[1]);
+        PyObject *view = view_lean(args[0], key);
+        Py_DECREF(key);
         if (view != Py_None)
             return view;
         Py_DECREF(view);

@@ -122,6 +122,48 @@ seam_listened(void)
     return listened;
 }
 
+/* Whether `obj` is a NumPy integer scalar (`IntScalars`). */
+static inline int
+int_scalar(PyObject *obj)
+{
+    if (PyLong_CheckExact(obj) || PySlice_Check(obj))
+        return 0;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(IntScalars); j++)
+        if (PyTuple_GET_ITEM(IntScalars, j) == (PyObject *)Py_TYPE(obj))
+            return 1;
+    return 0;
+}
+
+static inline PyObject *
+int_item(PyObject *item)
+{
+    return int_scalar(item) ? PyNumber_Index(item) : Py_NewRef(item);
+}
+
+/* `key` with every NumPy integer scalar in it (`x[ix]`, `x[i, ix]` with `ix` from NumPy)
+ * made the Python int NumPy reads it as (new reference; `key` itself when it holds
+ * none); NULL on error. */
+static PyObject *
+int_key(PyObject *key)
+{
+    if (!PyTuple_CheckExact(key))
+        return int_item(key);
+    Py_ssize_t n = PyTuple_GET_SIZE(key), i = 0;
+    while (i < n && !int_scalar(PyTuple_GET_ITEM(key, i)))
+        i++;
+    if (i == n)
+        return Py_NewRef(key);
+    PyObject *ints = PyTuple_New(n);
+    for (i = 0; ints != NULL && i < n; i++) {
+        PyObject *item = int_item(PyTuple_GET_ITEM(key, i));
+        if (item == NULL)
+            Py_CLEAR(ints);
+        else
+            PyTuple_SET_ITEM(ints, i, item);
+    }
+    return ints;
+}
+
 /* `getattr(obj, name)` as a C truth value; -1 on error. */
 static int
 attr_true(PyObject *obj, PyObject *name)

@@ -251,7 +251,11 @@ setitem_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
 {
     SetItem *self = (SetItem *)callable;
     if (PyVectorcall_NARGS(nargsf) == 3 && kwnames == NULL && Py_IS_TYPE(args[0], NArrayType)) {
-        PyObject *result = setitem_lean(self, args[0], args[1], args[2]);
+        PyObject *key = int_key(args[1]);
+        if (key == NULL)
+            return NULL;
+        PyObject *result = setitem_lean(self, args[0], key, args[2]);
+        Py_DECREF(key);
         if (result != Py_NotImplemented)
             return result;
         Py_DECREF(result);

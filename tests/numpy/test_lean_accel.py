@@ -68,6 +68,23 @@ def test_an_op_waits_for_the_engine_lock_another_thread_holds():
     assert isinstance(lean._lean.fast_locks(), bool)   # the layout configure probed
 
 
+@accelerated
+@pytest.mark.parametrize("call", [
+    lambda np, v: np.argmax(v), lambda np, v: np.linalg.norm(v, axis=(0,)),
+    lambda np, v: np.sort(v[::-1]), lambda np, v: np.cumsum(v, dtype=np.float32),
+    lambda np, v: np.concatenate([v, v]), lambda np, v: v.astype(np.int16),
+    lambda np, v: np.clip(v, 0.2, 0.6)])
+def test_a_built_op_takes_its_rule_from_the_memo_in_c(call):
+    values = numpy.linspace(0.0, 1.0, 9)
+    v = mv.array(values)
+    call(mv, v)   # the rule's answer remembered
+    calls = python_calls(lambda: [call(mv, v) for _ in range(20)])
+    assert "memo_key" not in calls and "rule" not in calls and "_fresh" not in calls
+    got, want = call(mv, v), call(numpy, values)
+    assert type(got) is NArray and got.dtype == want.dtype
+    assert got.to_numpy().tobytes() == numpy.asarray(want).tobytes()
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_random_operator_chains_equal_numpy_bitwise(seed):
     rng = numpy.random.default_rng(seed)

@@ -42,6 +42,26 @@ def test_every_element_is_numpys_scalar(dtype, shape):
             assert type(got) is type(want) and got.tobytes() == want.tobytes()
 
 
+@pytest.mark.parametrize("dtype", ["float64", "int16", "complex128", "bool"])
+@pytest.mark.parametrize("seed", range(4))
+def test_every_element_of_a_view_is_numpys_scalar(dtype, seed):
+    rng = numpy.random.default_rng(seed)
+    expected = _sample(rng, dtype, (6, 5, 4))
+    x = mv.array(expected)
+    picks = [(2,), (slice(1, 6, 2), slice(None, None, -1)), (slice(None), 3),
+             (slice(4, 0, -2), slice(1, 4), slice(None, None, 3)), (-1, slice(2, None))]
+    for pick in picks:
+        view, want_view = x[pick], expected[pick]
+        for index in numpy.ndindex(*want_view.shape):
+            for key in (index, tuple(i - n for i, n in zip(index, want_view.shape))):
+                key = key[0] if len(key) == 1 else key
+                got, want = view[key], want_view[key]
+                assert type(got) is type(want) and got.tobytes() == want.tobytes()
+        bad = (want_view.shape[0],) + (0,) * (want_view.ndim - 1)
+        with pytest.raises(IndexError):
+            view[bad[0] if len(bad) == 1 else bad]
+
+
 @pytest.mark.parametrize("key", [7, -8, 100, (0, 9), (5, 0)])
 def test_out_of_bounds_raises_numpys_index_error(key):
     expected = numpy.arange(28.0).reshape(4, 7) if isinstance(key, tuple) \
@@ -94,3 +114,23 @@ def test_a_structured_element_is_read_as_the_python_path_reads_it():
     base = numpy.array([(1, 2.0), (3, 4.0)], dtype=kind)
     x = mv.array(base)
     assert x[1]["a"] == 3 and x[0]["b"] == 2.0
+
+
+@pytest.mark.parametrize("kind", ["int64", "int32", "uint8", "intp"])
+def test_numpy_integer_keys_read_and_write_as_python_ints(kind):
+    expected = numpy.arange(24.0).reshape(4, 6)
+    x = mv.array(expected)
+    i, j = numpy.dtype(kind).type(2), numpy.dtype(kind).type(5)
+    for key in (i, (i, j), (1, j), (i, slice(1, 4))):
+        got, want = x[key], expected[key]
+        if isinstance(want, numpy.ndarray):   # a row: a view of x
+            assert isinstance(got, NArray) and got.to_numpy().tobytes() == want.tobytes()
+        else:
+            assert type(got) is type(want) and got.tobytes() == want.tobytes()
+    x[i] = 7.0
+    x[1, j] = -1.0
+    expected[i] = 7.0
+    expected[1, j] = -1.0
+    assert x.to_numpy().tobytes() == expected.tobytes()
+    with pytest.raises(IndexError):
+        x[numpy.dtype(kind).type(4)]

@@ -69,6 +69,9 @@ FLOAT_SCALARS = (np.float16, np.float32, np.float64, np.longdouble, np.complex64
                  np.complex128, np.clongdouble)
 """NumPy scalar types an operator takes in C as it takes a Python float: ``binary_op``
 builds them as scalars, and a shape rule reads their type alone."""
+INT_SCALARS = tuple({np.dtype(code).type for code in "bBhHiIlLqQ"})
+"""NumPy's integer scalar types: an index of them is read in C as the Python int NumPy
+reads it as (``x[ix]``, ``x[ix] = v`` with ``ix`` from NumPy)."""
 
 
 def failed(engine, op_def, spec, device, block, target, exc):
@@ -237,7 +240,8 @@ def configure(elide_bytes: int) -> None:
         caller_state=fp_errors.caller_state,
         direct_records=fp_errors.DIRECT_RECORDS, numpy=np, failed=failed,
         reported=reported, failed_write=failed_write, numeric_kinds=NUMERIC_KINDS,
-        float_scalars=FLOAT_SCALARS, ndarray=np.ndarray,
+        float_scalars=FLOAT_SCALARS, int_scalars=INT_SCALARS, dtype=np.dtype,
+        ndarray=np.ndarray,
         COMPLETED=COMPLETED,
         ahead_bytes=AHEAD_BYTES, elide_bytes=elide_bytes, release=Releasing.release,
         package_dir=callsite.PACKAGE_DIR, finished=FINISHED, alloc_tag=ALLOC, free_tag=FREE,
@@ -248,6 +252,7 @@ def configure(elide_bytes: int) -> None:
         copied_scalars=COPIED_SCALARS, blas=BLAS, scalar_result_ops=SCALAR_RESULT_OPS,
         from_host=FROM_HOST, asarray=np.asarray, lock=threading.Lock, **BLAS.guards())
     ACCELERATOR.run_op, ACCELERATOR.run_write = _lean.run_op, _lean.run_write
+    ACCELERATOR.build_op = _lean.build_op
     if not isinstance(Storage.__dict__["__del__"], _lean.Finalizer):
         Storage.__del__ = _lean.Finalizer(Storage.__del__)
     for name in ("free", "alloc_array"):   # their O(1) paths in C
