@@ -45,6 +45,7 @@ typedef struct { PyObject *type, *value, *tb; } Held;
 #include "_lean_parts/array_ufunc.c"
 #include "_lean_parts/store_methods.c"
 #include "_lean_parts/element.c"
+#include "_lean_parts/convert.c"
 #include "_lean_parts/finalizer.c"
 
 /* ---- configure ---------------------------------------------------------------------- */
@@ -256,7 +257,9 @@ PyInit__lean(void)
     if (PyType_Ready(&OperatorType) < 0 || PyType_Ready(&FinalizerType) < 0 ||
             PyType_Ready(&RecordType) < 0 || PyType_Ready(&MemRecordType) < 0 ||
             PyType_Ready(&StoreMethodType) < 0 ||
-            PyType_Ready(&ElementType) < 0 || PyType_Ready(&ReductionType) < 0 ||
+            PyType_Ready(&ElementType) < 0 || PyType_Ready(&ToFloatType) < 0 ||
+            PyType_Ready(&ToIntType) < 0 || PyType_Ready(&ToBoolType) < 0 ||
+            PyType_Ready(&ToIndexType) < 0 || PyType_Ready(&ReductionType) < 0 ||
             PyType_Ready(&SetItemType) < 0 || PyType_Ready(&ArrayUfuncType) < 0 ||
             PyType_Ready(&TransposedType) < 0 || PyType_Ready(&NewArrayType) < 0)
         return NULL;
@@ -268,6 +271,10 @@ PyInit__lean(void)
             PyModule_AddObjectRef(module, "Record", (PyObject *)&RecordType) < 0 ||
             PyModule_AddObjectRef(module, "StoreMethod", (PyObject *)&StoreMethodType) < 0 ||
             PyModule_AddObjectRef(module, "Element", (PyObject *)&ElementType) < 0 ||
+            PyModule_AddObjectRef(module, "ToFloat", (PyObject *)&ToFloatType) < 0 ||
+            PyModule_AddObjectRef(module, "ToInt", (PyObject *)&ToIntType) < 0 ||
+            PyModule_AddObjectRef(module, "ToBool", (PyObject *)&ToBoolType) < 0 ||
+            PyModule_AddObjectRef(module, "ToIndex", (PyObject *)&ToIndexType) < 0 ||
             PyModule_AddObjectRef(module, "Reduction", (PyObject *)&ReductionType) < 0 ||
             PyModule_AddObjectRef(module, "SetItem", (PyObject *)&SetItemType) < 0 ||
             PyModule_AddObjectRef(module, "ArrayUfunc", (PyObject *)&ArrayUfuncType) < 0 ||

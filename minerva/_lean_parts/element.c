@@ -175,6 +175,8 @@ element_locked(PyObject *engine, PyObject *storage, PyObject *key, PyObject *vie
     return element;
 }
 
+static PyObject *element_read(PyObject *x, PyObject *key);
+
 /* `x[key]` at once: the element (new reference), Py_None for the Python path, NULL on
  * error (NumPy's IndexError among them). */
 static PyObject *
@@ -188,6 +190,16 @@ element_lean(PyObject *x, PyObject *key)
     PyObject *shape = SLOT(spec, SpecOff[P_SHAPE]);
     if (shape == NULL || !PyTuple_Check(shape) || !element_key(key, PyTuple_GET_SIZE(shape)))
         Py_RETURN_NONE;
+    return element_read(x, key);
+}
+
+/* The element `key` picks of `x` (checked: whole or a plain view, ints one per axis),
+ * read at once where nothing stops it (new reference), Py_None for the Python path. */
+static PyObject *
+element_read(PyObject *x, PyObject *key)
+{
+    PyObject *spec = SLOT(x, ArrayOff[A_SPEC]), *storage = SLOT(x, ArrayOff[A_STORAGE]);
+    PyObject *view = SLOT(x, ArrayOff[A_VIEW]);
     int allowed = element_allowed(spec);
     if (allowed <= 0)
         return allowed < 0 ? NULL : Py_NewRef(Py_None);

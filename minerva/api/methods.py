@@ -189,6 +189,11 @@ METHODS: dict = {
     "__round__": elementwise.python_round,
     # indexing, iteration, copies, pickling
     "__getitem__": lean.element(fields.getitem), "__setitem__": lean.setitem(fields.setitem),
+    # conversions of one element, read at once where it is computed on a CPU device
+    "__float__": lean.conversion(NArray.__float__, "float"),
+    "__int__": lean.conversion(NArray.__int__, "int"),
+    "__bool__": lean.conversion(NArray.__bool__, "bool"),
+    "__index__": lean.conversion(NArray.__index__, "index"),
     "__iter__": _iter,
     "__contains__": _contains, "__copy__": _shallow_copy, "__deepcopy__": _deepcopy,
     "__reduce__": _reduce,

@@ -3,6 +3,10 @@ element of a whole computed value is NumPy's own scalar, with NumPy's IndexError
 other key, view or state goes to the Python path and gives what it gave."""
 from __future__ import annotations
 
+import itertools
+import operator
+import warnings
+
 import numpy
 import pytest
 
@@ -134,3 +138,50 @@ def test_numpy_integer_keys_read_and_write_as_python_ints(kind):
     assert x.to_numpy().tobytes() == expected.tobytes()
     with pytest.raises(IndexError):
         x[numpy.dtype(kind).type(4)]
+
+
+@accelerated
+def test_conversions_are_the_c_reads():
+    for name, kind in (("__float__", "ToFloat"), ("__int__", "ToInt"), ("__bool__", "ToBool"),
+                       ("__index__", "ToIndex")):
+        assert type(NArray.__dict__[name]).__name__ == kind
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "uint8", "bool", "complex128"])
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
+def test_conversions_of_one_element_are_numpys(dtype, shape):
+    """As NumPy converts the element's 0-d array (its scalar, for a NumPy scalar)."""
+    integral = numpy.dtype(dtype).kind in "iub"
+    for value in (0, 3, 7.5, float("nan")):
+        if integral and value not in (0, 3):
+            continue
+        expected = numpy.full(shape, value, dtype=dtype)
+        cases = [(mv.array(expected), expected)]
+        if not shape:   # a NumPy scalar: the one element of a sum
+            cases.append((mv.array(expected.reshape(1)).sum(), expected.reshape(1).sum()))
+        for (x, want_of), convert in itertools.product(cases, (float, int, bool, operator.index)):
+            if isinstance(want_of, numpy.ndarray) and convert is not operator.index:
+                want_of = want_of.reshape(())   # minerva's contract: one element, any shape
+            try:
+                with warnings.catch_warnings(record=True) as seen:
+                    warnings.simplefilter("always")
+                    want = convert(want_of)
+                    want_warnings = [type(w.message) for w in seen]
+            except Exception as exc:   # NumPy refuses: so do we, with its class
+                with pytest.raises(type(exc)):
+                    convert(x)
+                continue
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                got = convert(x)
+            assert type(got) is type(want) and (got == want or (got != got and want != want))
+            assert [type(w.message) for w in seen] == want_warnings
+
+
+def test_conversions_of_several_elements_raise_numpys_errors():
+    x, expected = mv.array([1.0, 2.0]), numpy.array([1.0, 2.0])
+    for convert in (float, int, bool):
+        with pytest.raises(Exception) as want:
+            convert(expected)
+        with pytest.raises(type(want.value)):
+            convert(x)

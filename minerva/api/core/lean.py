@@ -15,7 +15,9 @@ of, before anything has changed. In front of their Python twins too: ``Storage._
 (a ``Finalizer``), ``PooledDataStore.free`` and ``alloc_array`` (``StoreMethod``: the
 recent-block stack's O(1) paths, with their memory records), ``NArray.__getitem__``
 (``Element``: ``x[i]``, ``x[i, j]`` of a whole computed value read at once, and views by
-basic indices such as ``x[2]``, ``x[1:3, ::2]``), the ``T`` getter (``Transposed``) and
+basic indices such as ``x[2]``, ``x[1:3, ::2]``), the ``T`` getter (``Transposed``), the
+conversions ``float(s)``, ``int(s)``, ``bool(s)``, ``operator.index(s)`` (``ToFloat`` and
+its siblings) and
 ``NArray.__array_ufunc__`` (``ArrayUfunc``: ``np.float64(h) * x``). The results, errors,
 floating-point reports, memory figures and trace records are the Python path's; the test
 suite runs on both (``MINERVA_ACCEL=0`` turns the accelerator off; without a C compiler
@@ -212,6 +214,16 @@ def element(python):
     basic-index views (exact ints and slices, at most one per axis, while nothing records
     at the seam) where the accelerator is active; else ``python`` itself."""
     return _lean.Element(python) if ACTIVE else python
+
+
+CONVERSIONS = {"float": "ToFloat", "int": "ToInt", "bool": "ToBool", "index": "ToIndex"}
+
+
+def conversion(python, to: str):
+    """NArray's ``__float__``, ``__int__``, ``__bool__`` or ``__index__`` (``python``,
+    converting ``to`` that) with the one element of a whole computed CPU value read and
+    converted in C where the accelerator is active; else ``python``."""
+    return getattr(_lean, CONVERSIONS[to])(python) if ACTIVE else python
 
 
 def new_array(python):
