@@ -40,6 +40,7 @@ typedef struct { PyObject *type, *value, *tb; } Held;
 #include "_lean_parts/reduction.c"
 #include "_lean_parts/any_op.c"
 #include "_lean_parts/build.c"
+#include "_lean_parts/filled.c"
 #include "_lean_parts/new_array.c"
 #include "_lean_parts/setitem.c"
 #include "_lean_parts/array_ufunc.c"
@@ -241,6 +242,8 @@ PyInit__lean(void)
     INTERN(s_threads, "threads"); INTERN(s_itemsize, "itemsize");
     INTERN(s__count, "_count"); INTERN(s__users, "_users");
     INTERN(s_notify_all, "notify_all"); INTERN(s__chosen, "_chosen"); INTERN(s_memo, "memo");
+    INTERN(s_config, "config"); INTERN(s_default_dtype, "default_dtype");
+    INTERN(s_value, "value");
     INTERN(s_locked, "locked"); INTERN(s___call__, "__call__");
     INTERN(s_shape, "shape"); INTERN(s_nbytes, "nbytes");
     INTERN(s_impl, "impl"); INTERN(s_elementwise, "elementwise"); INTERN(s_out, "out");
@@ -257,7 +260,7 @@ PyInit__lean(void)
     if (PyType_Ready(&OperatorType) < 0 || PyType_Ready(&FinalizerType) < 0 ||
             PyType_Ready(&RecordType) < 0 || PyType_Ready(&MemRecordType) < 0 ||
             PyType_Ready(&StoreMethodType) < 0 ||
-            PyType_Ready(&ElementType) < 0 || PyType_Ready(&ToFloatType) < 0 ||
+            PyType_Ready(&ElementType) < 0 || PyType_Ready(&FilledType) < 0 || PyType_Ready(&ToFloatType) < 0 ||
             PyType_Ready(&ToIntType) < 0 || PyType_Ready(&ToBoolType) < 0 ||
             PyType_Ready(&ToIndexType) < 0 || PyType_Ready(&ReductionType) < 0 ||
             PyType_Ready(&SetItemType) < 0 || PyType_Ready(&ArrayUfuncType) < 0 ||
@@ -271,6 +274,7 @@ PyInit__lean(void)
             PyModule_AddObjectRef(module, "Record", (PyObject *)&RecordType) < 0 ||
             PyModule_AddObjectRef(module, "StoreMethod", (PyObject *)&StoreMethodType) < 0 ||
             PyModule_AddObjectRef(module, "Element", (PyObject *)&ElementType) < 0 ||
+            PyModule_AddObjectRef(module, "Filled", (PyObject *)&FilledType) < 0 ||
             PyModule_AddObjectRef(module, "ToFloat", (PyObject *)&ToFloatType) < 0 ||
             PyModule_AddObjectRef(module, "ToInt", (PyObject *)&ToIntType) < 0 ||
             PyModule_AddObjectRef(module, "ToBool", (PyObject *)&ToBoolType) < 0 ||

@@ -6,6 +6,7 @@ lists as tuples) and raise NumPy's errors; the shape rules here trust them.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 
@@ -87,7 +88,20 @@ def _same_infer(x, **attrs):
     return (ArraySpec(x.shape, x.dtype),)
 
 def _roll_impl(xp, x, *, out, shift, axis):
-    out[...] = xp.roll(x, shift, axis)
+    """NumPy's roll written straight into ``out``: per rolled axis, the part pushed past
+    the end copied to the start and the rest after it (``numpy.roll``'s own cut)."""
+    shifts = shift if isinstance(shift, tuple) else (shift,)
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    whole = (slice(None), slice(None))
+    cuts = [(whole,)] * x.ndim
+    for ax, step in zip(axes, shifts):
+        n = x.shape[ax]
+        step = step % n if n else 0
+        if step:
+            cuts[ax] = ((slice(None, -step), slice(step, None)),
+                        (slice(-step, None), slice(None, step)))
+    for pieces in itertools.product(*cuts):
+        out[tuple(p[1] for p in pieces)] = x[tuple(p[0] for p in pieces)]
 
 def tiled_shape(shape: tuple, reps: tuple) -> tuple:
     """Shape of ``numpy.tile`` of an array of ``shape`` by ``reps``."""

@@ -85,6 +85,40 @@ def test_a_built_op_takes_its_rule_from_the_memo_in_c(call):
     assert got.to_numpy().tobytes() == numpy.asarray(want).tobytes()
 
 
+@accelerated
+def test_zeros_ones_and_empty_are_made_in_c():
+    for name in ("zeros", "ones", "empty"):
+        assert type(getattr(mv, name)).__name__ == "Filled"
+    mv.zeros((3, 2))   # the system started
+    calls = python_calls(lambda: [mv.zeros((3, 2)) for _ in range(20)])
+    assert "_filled" not in calls and "check_shape" not in calls
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty"])
+@pytest.mark.parametrize("shape", [3, (), (0,), (2, 3), (1, 4, 2)])
+@pytest.mark.parametrize("dtype", [None, numpy.float32, "int16", numpy.dtype("complex64"),
+                                   bool, int, "U3"])
+def test_zeros_ones_and_empty_are_numpys(name, shape, dtype):
+    got = getattr(mv, name)(shape) if dtype is None else getattr(mv, name)(shape, dtype)
+    want = getattr(numpy, name)(shape) if dtype is None else getattr(numpy, name)(shape, dtype)
+    assert type(got) is NArray and got.shape == want.shape and got.dtype == want.dtype
+    if name != "empty":
+        assert got.to_numpy().tobytes() == want.tobytes()
+    keyword = getattr(mv, name)(shape, dtype=dtype)
+    assert keyword.shape == want.shape and keyword.dtype == want.dtype
+
+
+@pytest.mark.parametrize("shape", [-1, (2, -3), numpy.int64(3), (numpy.int32(2), 3)])
+def test_zeros_of_other_shapes_are_numpys(shape):
+    try:
+        numpy.zeros(shape)
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            mv.zeros(shape)
+    else:
+        assert mv.zeros(shape).shape == numpy.zeros(shape).shape
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_random_operator_chains_equal_numpy_bitwise(seed):
     rng = numpy.random.default_rng(seed)

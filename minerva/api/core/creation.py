@@ -230,6 +230,9 @@ def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0) -> NArray
 
 
 array = lean.new_array(array)   # ``array([a, b, c])`` of plain numbers in C, where built
+zeros = lean.filled(zeros, _FILL, 0)   # a plain shape and numeric dtype in C, where built
+ones = lean.filled(ones, _FILL, 1)
+empty = lean.filled(empty, _EMPTY, None)
 
 
 NO_COPY = ("Unable to avoid copy while creating an array as requested (copy=False): {}. "

@@ -226,6 +226,13 @@ def conversion(python, to: str):
     return getattr(_lean, CONVERSIONS[to])(python) if ACTIVE else python
 
 
+def filled(python, op_def, value):
+    """``zeros``, ``ones`` or ``empty`` (``python``: ``op_def`` creation's fill op with
+    ``value``, or its empty op with None) with a plain shape and numeric dtype made in C
+    where the accelerator is active; else ``python``."""
+    return _lean.Filled(python, op_def, value) if ACTIVE else python
+
+
 def new_array(python):
     """``array`` (``python``) with ``array([a, b, c])`` of plain numbers made in C (NumPy's
     ``asarray`` of them copied into a new value on the lean path) where the accelerator

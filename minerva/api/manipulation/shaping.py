@@ -30,6 +30,11 @@ def roll(a, shift, axis=None) -> NArray:
         total = int(np.sum(np.asarray(shift)))
         flat = build(_ROLL, [ravel(x)], {"shift": total, "axis": 0})
         return reshape(flat, x.shape)
+    if type(shift) is int and type(axis) is int:   # the common call: one axis
+        ax = axis_index("roll", axis, x.ndim)
+        if not shift:
+            return build(COPY, [x])
+        return build(_ROLL, [x], {"shift": (shift,), "axis": (ax,)})
     axes = [axis_index("roll", ax, x.ndim)
             for ax in (axis if isinstance(axis, (tuple, list)) else (axis,))]
     try:
