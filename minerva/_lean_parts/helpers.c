@@ -164,11 +164,10 @@ int_key(PyObject *key)
     return ints;
 }
 
-/* `getattr(obj, name)` as a C truth value; -1 on error. */
+/* A value (consumed) as a C truth value, or as an int; -1 on error. */
 static int
-attr_true(PyObject *obj, PyObject *name)
+truth_of(PyObject *value)
 {
-    PyObject *value = PyObject_GetAttr(obj, name);
     if (value == NULL)
         return -1;
     int truth = PyObject_IsTrue(value);
@@ -177,14 +176,26 @@ attr_true(PyObject *obj, PyObject *name)
 }
 
 static int
-attr_ssize(PyObject *obj, PyObject *name, Py_ssize_t *out)
+ssize_of(PyObject *value, Py_ssize_t *out)
 {
-    PyObject *value = PyObject_GetAttr(obj, name);
     if (value == NULL)
         return -1;
     *out = PyLong_AsSsize_t(value);
     Py_DECREF(value);
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* `getattr(obj, name)` as a C truth value, or as an int; -1 on error. */
+static inline int
+attr_true(PyObject *obj, PyObject *name)
+{
+    return truth_of(PyObject_GetAttr(obj, name));
+}
+
+static inline int
+attr_ssize(PyObject *obj, PyObject *name, Py_ssize_t *out)
+{
+    return ssize_of(PyObject_GetAttr(obj, name), out);
 }
 
 /* `op.<name>` (new reference), read off the slot `slot` of an OpDef (a twin is one
@@ -201,15 +212,10 @@ op_attr(PyObject *op, int slot, PyObject *name)
 }
 
 /* `op.<name>` as a C truth value (`op_attr`); -1 on error. */
-static int
+static inline int
 op_true(PyObject *op, int slot, PyObject *name)
 {
-    PyObject *value = op_attr(op, slot, name);
-    if (value == NULL)
-        return -1;
-    int truth = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return truth;
+    return truth_of(op_attr(op, slot, name));
 }
 
 /* `obj.<name>` (new reference): its slot at `off` when `obj` is a `type` and the slot
@@ -231,27 +237,6 @@ slot_attr(PyObject *obj, PyTypeObject *type, Py_ssize_t off, PyObject *name)
 #define ENGINE_ATTR(engine, i, name) slot_attr(engine, EngineType, EngineOff[i], name)
 #define DAG_ATTR(dag, i, name) slot_attr(dag, DagType, DagOff[i], name)
 #define DEVICE_ATTR(device, i, name) slot_attr(device, DeviceType, DeviceOff[i], name)
-
-/* A value (consumed) as a C truth value, or as an int; -1 on error. */
-static int
-truth_of(PyObject *value)
-{
-    if (value == NULL)
-        return -1;
-    int truth = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return truth;
-}
-
-static int
-ssize_of(PyObject *value, Py_ssize_t *out)
-{
-    if (value == NULL)
-        return -1;
-    *out = PyLong_AsSsize_t(value);
-    Py_DECREF(value);
-    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
-}
 
 /* `obj.<slot at off> += delta` for an int slot that is set: its new value, or -1 with
  * an error set. */
