@@ -25,7 +25,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> NArray:
     ``rtol`` and ``atol`` are scalars."""
     layout, arrays = [], []
     for value in (a, b):
-        if is_scalar(value) and not isinstance(value, NArray):
+        if type(value) is not NArray and is_scalar(value) and not isinstance(value, NArray):
             layout.append(value[()] if isinstance(value, np.ndarray) else value)
         else:
             layout.append(ARRAY)
