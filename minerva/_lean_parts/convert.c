@@ -71,7 +71,7 @@ convert(int to, PyObject *callable, PyObject *const *args, size_t nargsf, PyObje
     PyObject *element = only_element(args[0], to);
     if (element == NULL)
         return NULL;
-    int plain = element != Py_None && converts_as_scalar(args[0]);
+    int plain = element == Py_None ? 0 : converts_as_scalar(args[0]);
     if (plain < 0) {
         Py_DECREF(element);
         return NULL;
