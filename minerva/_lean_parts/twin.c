@@ -52,7 +52,9 @@ wrapper_get(PyObject *self, PyObject *obj, PyObject *type)
 static PyObject *
 wrapper_getattro(PyObject *self, PyObject *name)
 {
-    /* the Python twin's name and docstring */
+    /* the Python twin's name and docstring (not the type's) */
+    if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "__doc__") == 0)
+        return PyObject_GetAttr(((Wrapper *)self)->python, name);
     PyObject *found = PyObject_GenericGetAttr(self, name);
     if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
         return found;

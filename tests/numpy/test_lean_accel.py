@@ -3,6 +3,7 @@ taken in C give NumPy's bits, errors and warnings at the user's line, the Python
 memory figures; and the Python path alone (MINERVA_ACCEL=0) passes the same suites."""
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
@@ -92,6 +93,14 @@ def test_zeros_ones_and_empty_are_made_in_c():
     mv.zeros((3, 2))   # the system started
     calls = python_calls(lambda: [mv.zeros((3, 2)) for _ in range(20)])
     assert "_filled" not in calls and "check_shape" not in calls
+
+
+@accelerated
+def test_a_c_function_shows_its_twins_name_docstring_and_signature():
+    for function in (mv.zeros, mv.array, NArray.__getitem__, NArray.__float__):
+        twin = function.python
+        assert function.__doc__ == twin.__doc__ and function.__name__ == twin.__name__
+    assert "dtype=None" in str(inspect.signature(mv.zeros))
 
 
 @pytest.mark.parametrize("name", ["zeros", "ones", "empty"])
