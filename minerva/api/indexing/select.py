@@ -151,7 +151,8 @@ def fill_diagonal(a, val, wrap=False) -> None:
     if x.ndim > 2 and len(set(x.shape)) != 1:
         raise ValueError("All dimensions of input must be of equal length")
     views = _diagonal_views(x, wrap)
-    values = _repeated(val, sum(view.size for view in views))
+    plain = type(val) in _PLAIN_SCALARS   # the common call: a Python number, as it is
+    values = val if plain else _repeated(val, sum(view.size for view in views))
     if values is None:
         return
     start = 0
@@ -162,6 +163,9 @@ def fill_diagonal(a, val, wrap=False) -> None:
         else:
             part = values
         assign(view, part)
+
+
+_PLAIN_SCALARS = (int, float, complex, bool)
 
 
 def _diagonal_views(x: NArray, wrap: bool) -> list:
