@@ -155,6 +155,15 @@ configure(PyObject *module, PyObject *args, PyObject *kwargs)
     if (fast < 0)
         goto fail;
     FastLocks = fast;
+    /* `new_node_id` is `itertools.count(1).__next__`: its counter is stepped directly */
+    Py_CLEAR(NodeCounter);
+    PyObject *counter = PyObject_GetAttrString(NewNodeId, "__self__");
+    if (counter != NULL && Py_TYPE(counter)->tp_iternext != NULL &&
+            strcmp(Py_TYPE(counter)->tp_name, "itertools.count") == 0)
+        NodeCounter = counter;
+    else
+        Py_XDECREF(counter);
+    PyErr_Clear();
     Completed = PyLong_AsLong(completed);
     AheadBytes = PyLong_AsSsize_t(ahead);
     ElideBytes = PyLong_AsSsize_t(elide);

@@ -9,6 +9,7 @@ static PyObject *Seam;             /* minerva.builder.SEAM (its `hooks`, per thr
 static PyObject *SeamListening;    /* Seam.listening: [hooks listening on every thread] */
 static PyObject *HostRefusing;     /* HostGuard.refusing: [threads refusing host reads] */
 static PyObject *NewNodeId;        /* minerva.dag.nodes.new_node_id */
+static PyObject *NodeCounter;      /* ... the `itertools.count` it is the `__next__` of */
 static PyObject *ExtObj;           /* NumPy's error-state context variable */
 static PyObject *Decoded;          /* fp_errors._DECODED: captured -> (ErrState, captured) */
 static PyObject *CallerState;      /* fp_errors.caller_state, which decodes a new state */
@@ -91,6 +92,15 @@ static inline int
 none_counted(PyObject *counts)
 {
     return PyList_GET_ITEM(counts, 0) == Zero;
+}
+
+/* `new_node_id()` (new reference): the next of its counter, without a method call. */
+static inline PyObject *
+next_node_id(void)
+{
+    if (NodeCounter != NULL)
+        return Py_TYPE(NodeCounter)->tp_iternext(NodeCounter);
+    return PyObject_CallNoArgs(NewNodeId);
 }
 
 /* interned attribute names */

@@ -296,7 +296,7 @@ set_slot(PyObject *obj, Py_ssize_t off, PyObject *value)
 static PyObject *
 settled_value(PyObject *dag, PyObject *spec, PyObject *device_id)
 {
-    PyObject *node_id = PyObject_CallNoArgs(NewNodeId);
+    PyObject *node_id = next_node_id();
     if (node_id == NULL)
         return NULL;
     PyObject *out = DataNodeType->tp_alloc(DataNodeType, 0);

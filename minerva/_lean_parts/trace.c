@@ -243,7 +243,7 @@ trace_record(LeanOp *L, PyObject *out)
     record->started = L->started;
     record->ended = ended;
     put(record, &i, Py_NewRef(FinishedTag));
-    put(record, &i, PyObject_CallNoArgs(NewNodeId));
+    put(record, &i, next_node_id());
     put(record, &i, Py_NewRef(L->name));
     put(record, &i, Py_NewRef(L->device_id));
     put(record, &i, Py_NewRef(L->track));

@@ -34,7 +34,7 @@ settled_write(LeanOp *L, PyObject *base)
         return NULL;
     created_at = Py_BuildValue("(Ni)", file, line);
     long before = long_slot(base, DataOff[D_VERSION]);
-    node_id = created_at == NULL || before < 0 ? NULL : PyObject_CallNoArgs(NewNodeId);
+    node_id = created_at == NULL || before < 0 ? NULL : next_node_id();
     version = node_id == NULL ? NULL : PyLong_FromLong(before + 1);
     PyObject *out = version == NULL ? NULL : DataNodeType->tp_alloc(DataNodeType, 0);
     if (out != NULL) {
