@@ -5,16 +5,15 @@
 
 /* In front of `NArray.__float__`, `__int__`, `__bool__` and `__index__`: a 0-d array (for
  * `bool`, any array of one element), whole, computed on a CPU device with no write
- * pending (what `x[i]` reads at once, `element_read`), gives its element — NumPy's scalar, as `NArray._scalar` reads
- * it — converted as Python converts that scalar (`float(s)`, `int(s)`, `bool(s)`;
- * `operator.index(s)` of an integer one). Anything else — more elements, a view, a
- * pending value, a recording, another dtype for `__index__` — goes to the Python method,
- * which waits, raises NumPy's errors, or reads it its own way. */
+ * pending (what `x[i]` reads at once, `element_read`), gives its element — NumPy's
+ * scalar, as `NArray._scalar` reads it — converted as Python converts that scalar
+ * (`float(s)`, `int(s)`, `bool(s)`; `operator.index(s)` of an integer one). Anything
+ * else — an array with axes for the others, a view, a pending value, a recording, a
+ * complex 0-d array that is not a NumPy scalar, another dtype for `__index__` — goes to
+ * the Python method, which waits, raises NumPy's errors, or reads it its own way. */
 
 enum { TO_FLOAT, TO_INT, TO_BOOL, TO_INDEX };
 
-/* The one element of `x` (new reference) for the conversion `to`, Py_None for the
- * Python path. */
 /* Whether `x`'s one element converts as `x` does (1; 0 where not, -1 on error): a
  * number, and a NumPy scalar where it is complex (a complex 0-d array refuses `float`,
  * its scalar warns and gives the real part). */
@@ -30,6 +29,8 @@ converts_as_scalar(PyObject *x)
     return numeric <= 0 ? numeric : !complex || SLOT(x, ArrayOff[A_SCALAR]) == Py_True;
 }
 
+/* The one element of `x` (new reference) for the conversion `to`, Py_None for the
+ * Python path. */
 static PyObject *
 only_element(PyObject *x, int to)
 {
@@ -41,7 +42,7 @@ only_element(PyObject *x, int to)
     if (shape == NULL || !PyTuple_CheckExact(shape))
         Py_RETURN_NONE;
     Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
-    if (ndim > 0 && to != TO_BOOL)   /* NumPy's rule for arrays: the Python method's */
+    if (ndim > 0 && to != TO_BOOL)   /* an array with axes: the Python method's */
         Py_RETURN_NONE;
     PyObject *key = PyTuple_New(ndim);   /* (0, ..., 0): every axis of length 1 */
     for (Py_ssize_t i = 0; key != NULL && i < ndim; i++) {
