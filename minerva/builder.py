@@ -42,9 +42,12 @@ ASSIGN = registry.get("assign")
 def build(op_def, inputs, attrs=EMPTY, out=None):
     """Build ``op_def`` over NArrays ``inputs`` on the current device; its NArray result
     (a tuple for ops with several outputs), or ``out`` after writing into it."""
+    declined = False   # the accelerator's lean path declined the op: not asked again
     if out is None:   # the accelerator's whole build of a one-output op at once, if any
         result = ACCELERATOR.build_op(op_def, inputs, attrs)
-        if result is not None:
+        if result is NotImplemented:
+            declined = True
+        elif result is not None:
             return result
     system = Runtime.system or get_system()
     try:
@@ -69,7 +72,8 @@ def build(op_def, inputs, attrs=EMPTY, out=None):
             # the lean path first: a tiny op of computed inputs runs here and now (an
             # element-wise one reading a view keeps its inputs' order: ``_keep_order``)
             if views is None or not op_def.elementwise:
-                result = ACCELERATOR.run_op(op_def, attrs, inputs, spec)
+                if not declined:
+                    result = ACCELERATOR.run_op(op_def, attrs, inputs, spec)
                 if result is None:
                     storage = system.engine.run_lean(
                         op_def, attrs, [x._storage for x in inputs], spec,
@@ -100,7 +104,8 @@ class Accelerator:
     Python one —, and ``run_write(op_def, attrs, inputs, out)``, the same of an op
     written into NArray ``out`` (``out``, or None); ``build_op(op_def, inputs, attrs)``,
     the whole of ``build`` for a one-output op with no ``out=`` that runs at once (the
-    shape rule's answer from its memo, then ``run_op``'s steps), or None."""
+    shape rule's answer from its memo, then ``run_op``'s steps), NotImplemented where
+    those steps declined it (not to be tried again), or None."""
 
     run_op = staticmethod(_no_accelerator)
     run_write = staticmethod(_no_accelerator)

@@ -7,9 +7,10 @@
  * `out=`: while nothing listens at the seam, the shape rule's answer from its memo
  * (`registry.memoized`: the key `memo_key` makes, made here alike) or from the rule
  * itself, then `run_op`'s steps (`any_op_run`) — the Python `build`'s own work of a
- * one-output numeric op, without its frames. The result handle, or None for the Python
- * `build` (nothing done: a listener, no system yet, a rule that raises, several outputs,
- * an element-wise op over a view, an op the lean path declines). */
+ * one-output numeric op, without its frames. The result handle; NotImplemented where
+ * `run_op`'s steps declined the op (the Python `build` goes on to the engine without
+ * asking `run_op` again); None for the Python `build` (nothing done: a listener, no
+ * system yet, a rule that raises, several outputs, an element-wise op over a view). */
 
 static PyObject *s_memo;
 static PyTypeObject *NumpyDtypeType;   /* numpy.dtype: a dtype attribute keys by identity */
@@ -200,6 +201,10 @@ build_op(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_XDECREF(kind);
         result = numeric < 0 ? NULL : numeric ? any_op_run(op, attrs, inputs, n, spec, NULL) :
             Py_NewRef(Py_None);
+        if (result == Py_None && numeric) {   /* `run_op` declined: not to be asked again */
+            Py_DECREF(result);
+            result = Py_NewRef(Py_NotImplemented);
+        }
     } else {
         Py_INCREF(result);
     }

@@ -90,10 +90,10 @@ element_ints(PyObject *key, PyObject *shape, Py_ssize_t *at)
 static PyObject *
 element_in_buffer(PyObject *view, PyObject *key, PyObject *base_shape, Py_ssize_t itemsize)
 {
-    Py_ssize_t at[64];
+    Py_ssize_t at[SPEC_AXES];
     PyObject *shape = PyTuple_GET_ITEM(view, 0), *strides = PyTuple_GET_ITEM(view, 1);
     Py_ssize_t nb = PyTuple_GET_SIZE(base_shape);
-    if (PyTuple_GET_SIZE(shape) > 64 || nb == 0 || nb > 64 || itemsize <= 0)
+    if (PyTuple_GET_SIZE(shape) > SPEC_AXES || nb == 0 || nb > SPEC_AXES || itemsize <= 0)
         Py_RETURN_NONE;
     int in = element_ints(key, shape, at);
     if (in <= 0)

@@ -221,8 +221,6 @@ lean_body(LeanOp *L, PyObject *block, PyObject *errstate, PyObject *const *opera
     return out;
 }
 
-/* The lean op of `L` with `operands` (NULL where an input's array goes); the result
- * handle (new reference), Py_None for the Python path (nothing done), NULL on error. */
 /* The error state the kernel runs under (a new reference): NULL with no error when the
  * user's line called (NumPy's own state, as it is; NumPy reports there itself), else the
  * caller's decoded state (`fp_errors.caller_state`), its reports made after the kernel. */
@@ -241,6 +239,8 @@ kernel_state(int *failed)
     return errstate;
 }
 
+/* The lean op of `L` with `operands` (NULL where an input's array goes); the result
+ * handle (new reference), Py_None for the Python path (nothing done), NULL on error. */
 static PyObject *
 lean_run(LeanOp *L, PyObject *const *operands, int n_operands)
 {
