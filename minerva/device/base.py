@@ -126,29 +126,31 @@ class Device(abc.ABC):
         finished.wait()
         return outcome[0]
 
-    def run_direct(self, op_def, attrs, args, views, out, out_view=None):
+    def run_direct(self, op_def, attrs, args, views, outs, out_view=None):
         """Run a tiny op that has no op node (``scheduler.direct``) on the calling thread
-        into data node ``out`` — a fresh buffer, or the buffer of the version ``out``
-        overwrites (``out.base``) — through ``out_view``; the exception it raised, or
-        None. Its kernel is called directly: a tiny op is far below any size a CPU device
-        splits."""
+        into data nodes ``outs`` — fresh buffers, or the buffer of the version its one
+        output overwrites (``out.base``), through ``out_view`` — ; the exception it
+        raised, or None. Its kernel is called directly: a tiny op is far below any size a
+        CPU device splits."""
         if self.cancelled is not None:
             return self.cancelled
         try:
-            target = self._direct_target(out, out_view)
+            target = self._direct_target(outs[0], out_view) if len(outs) == 1 else \
+                tuple(self._direct_target(out, None) for out in outs)
             arrays = [data.array for data in args]
             if views is not None:
                 arrays = [a if v is None else self.view(a, v) for a, v in zip(arrays, views)]
             if not self.checks_fp_errors:
                 op_def.impl(self.xp, *arrays, out=target, **attrs)   # tiny: never split
                 return None
+            created_at = outs[0].created_at
             if op_def.blas:
                 fp_errors.run_under(fp_errors.CURRENT, self.run_tiny_kernel,
                                     (op_def, arrays, target, attrs), op_def.name,
-                                    out.created_at)
+                                    created_at)
             else:   # the kernel itself, one call less
                 fp_errors.run_under(fp_errors.CURRENT, op_def.impl, (self.xp, *arrays),
-                                    op_def.name, out.created_at, dict(attrs, out=target))
+                                    op_def.name, created_at, dict(attrs, out=target))
         except Exception as err:  # stored on the output by the engine
             return detach_traceback(err)
         return None

@@ -155,26 +155,33 @@ class DirectPath:
             arrays.append(data.array)
         return arrays
 
-    def _try_direct(self, op_def, attrs, storages, spec, device_id, created_at, views,
+    def _try_direct(self, op_def, attrs, storages, specs, device_id, created_at, views,
                     writes, out_views):
         """Run a tiny op now on this thread when it can be (the lean path, else the
-        general one); its output storage, or None for the DAG path."""
+        general one; an op of several outputs, all fresh, by the general one); its output
+        storages, or None for the DAG path."""
         device = self.devices.table[device_id]
         limit = device.inline_limit
         if not limit:
             return None
         if out_views is None:
-            total = spec.nbytes + input_bytes(storages, views)
+            total = input_bytes(storages, views)
+            for spec in specs:
+                total += spec.nbytes
             if total > limit or (total > device.whole_limit and op_def.row_split):
                 return None
-            if writes is None and not self.hooks.wants_nodes:
-                result = self.run_lean(op_def, attrs, storages, spec, device, views, total)
+            if writes is None and not self.hooks.wants_nodes and len(specs) == 1:
+                result = self.run_lean(op_def, attrs, storages, specs[0], device, views,
+                                       total)
                 return None if result is None else [result]
-        elif not is_tiny(storages, spec, out_views[0], limit, views) or (
-                op_def.row_split and not is_tiny(storages, spec, out_views[0],
+        elif len(specs) != 1 or not is_tiny(storages, specs[0], out_views[0], limit,
+                                            views) or (
+                op_def.row_split and not is_tiny(storages, specs[0], out_views[0],
                                                  device.whole_limit, views)):
             return None
-        return self._run_direct(op_def, attrs, storages, spec, device,
+        if writes is not None and len(specs) != 1:
+            return None
+        return self._run_direct(op_def, attrs, storages, specs, device,
                                 created_at or user_callsite(), views,
                                 None if writes is None else writes[0],
                                 None if out_views is None else out_views[0])
@@ -363,36 +370,36 @@ class DirectPath:
         """While a trace records: the lean op that ran from ``started`` on ``inputs`` (its
         input values) into ``out``, as the hooks ``op_started`` and ``op_finished`` see an
         op, on the caller's track."""
-        record = state.DirectOp(op_def, inputs, out, user_callsite(3))
+        record = state.DirectOp(op_def, inputs, [out], user_callsite(3))
         record.t_created = record.t_started = started
         hooks, track = self.hooks, device.caller_track
         hooks.op_started(record, device.device_id, track, started)
         hooks.op_finished(record, device.device_id, track, time.perf_counter_ns(), exc)
 
-    def _run_direct(self, op_def, attrs, storages, spec, device, created_at, views,
+    def _run_direct(self, op_def, attrs, storages, specs, device, created_at, views,
                     written=None, out_view=None):
-        """Run a tiny op now on this thread; its output storage (``written`` itself when
+        """Run a tiny op now on this thread; its output storages (``written`` itself when
         it writes one), or None when it must take the DAG path."""
-        begun = self._begin_direct(storages, spec, device, created_at, written)
+        begun = self._begin_direct(storages, specs, device, created_at, written)
         if begun is None:
             return None
-        args, out = begun
+        args, outs = begun
         hooks = self.hooks
         if hooks.active:   # the trace: the op as a record, on the caller's track
-            record = state.DirectOp(op_def, args, out, created_at)
+            record = state.DirectOp(op_def, args, outs, created_at)
             hooks.op_started(record, device.device_id, device.caller_track,
                              record.t_created)
-        exc = device.run_direct(op_def, attrs, args, views, out, out_view)
+        exc = device.run_direct(op_def, attrs, args, views, outs, out_view)
         if hooks.active:
             hooks.op_finished(record, device.device_id, device.caller_track,
                               time.perf_counter_ns(), exc)
         error = None if exc is None else OpError.from_failure(
-            exc, op=op_def.name, node_id=out.node_id, device=device.device_id,
+            exc, op=op_def.name, node_id=outs[0].node_id, device=device.device_id,
             created_at=format_callsite(created_at))
-        return [self._end_direct(args, out, error, written)]
+        return self._end_direct(args, outs, error, written)
 
-    def _begin_direct(self, storages, spec, device, created_at, written):
-        """Under the lock: the input versions and the new output version, or None (the
+    def _begin_direct(self, storages, specs, device, created_at, written):
+        """Under the lock: the input versions and the new output versions, or None (the
         runtime is closed or full, an input lives elsewhere or is not ready)."""
         with self._lock:
             if self.closed or self.n_inflight >= self.max_pending:
@@ -406,26 +413,27 @@ class DirectPath:
                 base = written.current
                 if written.engine is not self or base.device_id != device.device_id:
                     return None
-            out = state.begin_direct(self.dag, args, spec, device.device_id, created_at,
-                                     base)
-            if out is None:
+            outs = state.begin_direct(self.dag, args, specs, device.device_id,
+                                      created_at, base)
+            if outs is None:
                 return None
             if written is not None:
-                written.current = out
+                written.current = outs[0]
             self.n_inflight += 1
             blocks = self._delete_locked(self._drain_releases_locked()) \
                 if self._releases else None
         if blocks:
             self._free_blocks(blocks)
-        return args, out
+        return args, outs
 
-    def _end_direct(self, args, out, error, written) -> Storage:
-        """Under the lock: settle the direct op's output; its storage."""
+    def _end_direct(self, args, outs, error, written) -> list:
+        """Under the lock: settle the direct op's outputs; their storages."""
         with self._lock:
-            ready, dead = state.end_direct(self.dag, args, out, error)
+            ready, dead = state.end_direct(self.dag, args, outs, error)
             if error is not None:
                 self._failures.append(error)
-            result = Storage(out, self) if written is None else written
+            result = [Storage(out, self) for out in outs] if written is None \
+                else [written]
             self._settle_inflight_locked()
             blocks = self._delete_locked(dead) if dead else None
         if blocks:

@@ -77,8 +77,8 @@ class Engine(EngineFields, DirectPath, NestedNow, Releasing, Waiting, Lifecycle)
         is needed. Returns one storage per output: the written one, or a new one."""
         if writes is not None:
             self._refuse_foreign(writes)
-        if len(out_specs) == 1 and op_def.tiny_inline and not self.hooks.wants_nodes:
-            result = self._try_direct(op_def, attrs, storages, out_specs[0], device_id,
+        if op_def.tiny_inline and not self.hooks.wants_nodes:
+            result = self._try_direct(op_def, attrs, storages, out_specs, device_id,
                                       created_at, views, writes, out_views)
             if result is not None:
                 return result

@@ -196,7 +196,7 @@ def _run_nested(engine, op_def, attrs, device, storages, arrays, taken, fresh, w
     record = None
     if hooks.active:   # the trace: the op as a record, on the caller's track
         inputs = [s.current for s in storages] + [s.current for s in writes]
-        record = state.DirectOp(op_def, inputs, None, created_at or user_callsite())
+        record = state.DirectOp(op_def, inputs, [None], created_at or user_callsite())
         attrs = dict(attrs, trace=functools.partial(hooks.inner_op, device_id,
                                                     record.node_id))
         hooks.op_started(record, device_id, device.caller_track, record.t_created)

@@ -87,21 +87,22 @@ class DirectOp:
     __slots__ = ("node_id", "op_def", "inputs", "outputs", "created_at", "t_created",
                  "t_started")
 
-    def __init__(self, op_def, args: list, out: DataNode, created_at):
+    def __init__(self, op_def, args: list, outputs: list, created_at):
         self.node_id = new_node_id()
-        self.op_def, self.inputs, self.outputs = op_def, args, [out]
+        self.op_def, self.inputs, self.outputs = op_def, args, outputs
         self.created_at = created_at
         self.t_created = self.t_started = time.perf_counter_ns()
 
 
-def begin_direct(dag: PhysicalDag, args: list, spec, device_id: int, created_at,
-                 base: DataNode | None = None) -> DataNode | None:
+def begin_direct(dag: PhysicalDag, args: list, specs, device_id: int, created_at,
+                 base: DataNode | None = None) -> list | None:
     """An op about to run at once on the calling thread, without an op node: when every
-    input is computed and has no pending writer, count the reads and insert the output
-    (pending, no producer); else None (the op takes the normal path). With ``base`` (the
-    version a write overwrites) the output is its next version and takes its storage's
-    hold — only when ``base`` is computed, read by nothing pending and held by that one
-    storage alone (no write after read to wait for, no copy on write to make)."""
+    input is computed and has no pending writer, count the reads and insert the outputs
+    (one per spec of ``specs``, pending, no producer); else None (the op takes the normal
+    path). With ``base`` (the version a write overwrites; one output only) the output is
+    its next version and takes its storage's hold — only when ``base`` is computed, read
+    by nothing pending and held by that one storage alone (no write after read to wait
+    for, no copy on write to make)."""
     for data in args:
         if data.state != COMPLETED or data.writer is not None:
             return None
@@ -112,9 +113,10 @@ def begin_direct(dag: PhysicalDag, args: list, spec, device_id: int, created_at,
         base.extern_rc = 0
     for data in args:
         data.rc += 1
-    out = DataNode(spec, device_id, None, created_at, base)
-    dag.data[out.node_id] = out
-    return out
+    outs = [DataNode(spec, device_id, None, created_at, base) for spec in specs]
+    for out in outs:
+        dag.data[out.node_id] = out
+    return outs
 
 
 def settled_value(dag: PhysicalDag, spec, device_id: int, failed: bool) -> DataNode:
@@ -160,24 +162,17 @@ def settled_write(dag: PhysicalDag, base: DataNode, failed: bool, created_at) ->
     return out
 
 
-def end_direct(dag: PhysicalDag, args: list, out: DataNode, error) -> tuple[list, list]:
+def end_direct(dag: PhysicalDag, args: list, outs: list, error) -> tuple[list, list]:
     """The direct op of ``begin_direct`` ran (failed when ``error`` is set): settle its
-    output and drop the reads. Returns ``(ready_ops, dead_data)`` as ``complete_op``."""
-    base = out.base
-    if base is not None:
-        _take_over(out)
-    out.state = COMPLETED if error is None else FAILED
-    out.error = error
+    outputs and drop the reads. Returns ``(ready_ops, dead_data)`` as ``complete_op``."""
+    ready: list[OpNode] = []
+    dead: list[DataNode] = []
+    base = outs[0].base
     dag.n_completed_total += 1
     if error is not None:
         dag.n_failed_total += 1
-    ready: list[OpNode] = []
-    dead: list[DataNode] = []
-    if out.waiting_ops is not None or out.waiter is not None:
-        _wake(out, ready)   # ops and waiters that met a written storage's new version
-    if out.extern_rc == 0:
-        out.dead = True
-        dead.append(out)
+    for out in outs:
+        _settle_direct(out, error, ready, dead)
     if base is not None and base.rc == 0 and base not in args:
         base.dead = True   # overwritten and read by nothing: its buffer is out's now
         dead.append(base)
@@ -189,6 +184,20 @@ def end_direct(dag: PhysicalDag, args: list, out: DataNode, error) -> tuple[list
             data.dead = True
             dead.append(data)
     return ready, dead
+
+
+def _settle_direct(out: DataNode, error, ready: list, dead: list) -> None:
+    """A direct op's output ``out`` computed (failed when ``error`` is set): what waited
+    for it woken into ``ready``, itself into ``dead`` when nothing holds it."""
+    if out.base is not None:
+        _take_over(out)
+    out.state = COMPLETED if error is None else FAILED
+    out.error = error
+    if out.waiting_ops is not None or out.waiter is not None:
+        _wake(out, ready)   # ops and waiters that met a written storage's new version
+    if out.extern_rc == 0:
+        out.dead = True
+        dead.append(out)
 
 
 def _claim_buffer(op: OpNode, base: DataNode) -> None:

@@ -257,11 +257,11 @@ def test_a_direct_write_takes_over_the_buffer_of_the_version_it_overwrites():
     dag = PhysicalDag()
     base = _computed(dag)
     base.block, base.array = "block", "array"
-    out = state.begin_direct(dag, [base], F32, 0, ("t.py", 2), base)
+    [out] = state.begin_direct(dag, [base], [F32], 0, ("t.py", 2), base)
     assert out.base is base and out.version == base.version + 1
     assert table(dag, base, out) == [("data", "completed", 1, 0, False),
                                      ("data", "pending", 0, 1, False)]
-    ready, dead = state.end_direct(dag, [base], out, None)
+    ready, dead = state.end_direct(dag, [base], [out], None)
     assert ready == [] and dead == [base]
     assert (out.block, out.array, out.state) == ("block", "array", COMPLETED)
     assert state.delete_data(dag, base) == (None, [])   # the buffer lives on in out
@@ -271,21 +271,21 @@ def test_a_direct_write_refuses_a_value_with_pending_readers_or_other_holders():
     dag = PhysicalDag()
     base = _computed(dag)
     reader = register(dag, base)            # a pending reader: write after read
-    assert state.begin_direct(dag, [], F32, 0, None, base) is None
+    assert state.begin_direct(dag, [], [F32], 0, None, base) is None
     state.release_hold(reader)
     state.start_run(reader)
     state.complete_op(dag, reader, None)
     base.extern_rc = 2                       # another storage holds it: copy on write
-    assert state.begin_direct(dag, [], F32, 0, None, base) is None
+    assert state.begin_direct(dag, [], [F32], 0, None, base) is None
     base.extern_rc = 1
-    assert state.begin_direct(dag, [], F32, 0, None, base) is not None
+    assert state.begin_direct(dag, [], [F32], 0, None, base) is not None
 
 
 def test_a_direct_writes_new_version_wakes_what_met_it_pending():
     dag = PhysicalDag()
     base = _computed(dag)
-    out = state.begin_direct(dag, [], F32, 0, None, base)
+    [out] = state.begin_direct(dag, [], [F32], 0, None, base)
     consumer = register(dag, out)            # issued by another thread meanwhile
     assert state.release_hold(consumer) is False
-    ready, dead = state.end_direct(dag, [], out, None)
+    ready, dead = state.end_direct(dag, [], [out], None)
     assert ready == [consumer] and dead == [base]
