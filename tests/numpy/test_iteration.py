@@ -28,6 +28,20 @@ def test_iterating_a_1d_array_gives_numpys_elements(engine, kind):
     assert got == want
 
 
+@pytest.mark.parametrize("key", [1, (slice(None), 2), (0, slice(None, None, -2))])
+def test_iterating_a_1d_view_gives_numpys_elements_and_sees_writes(engine, key):
+    host = np.arange(24.0).reshape(4, 6)
+    x = mv.array(host)
+    got, want = list(x[key]), list(host[key])
+    assert [type(v) for v in got] == [type(v) for v in want]
+    assert got == want
+    for a in (x[key], host[key]):
+        for i, v in enumerate(a):
+            if i + 1 < len(a):
+                a[i + 1] += v
+    check(x, host)
+
+
 def test_iterating_reads_the_array_once(engine, monkeypatch):
     reads = []
     real = exports.host_values

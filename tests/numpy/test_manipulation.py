@@ -247,7 +247,8 @@ def test_diagonal_is_a_copy_trace_reads_through_views(engine):
 
 
 @pytest.mark.parametrize("shape", [(3, 3), (4, 3), (3, 4), (7, 3), (8, 3), (9, 3), (10, 2),
-                                   (5, 1), (1, 5), (2, 2, 2), (3, 3, 3)])
+                                   (5, 1), (1, 5), (2, 2, 2), (3, 3, 3), (2, 2, 2, 2),
+                                   (0, 0)])
 @pytest.mark.parametrize("wrap", [False, True])
 def test_fill_diagonal_writes_numpys_elements_through_views(engine, shape, wrap):
     rng = np.random.default_rng(len(shape) * 10 + shape[0])
@@ -457,3 +458,30 @@ def test_broadcast_to_a_shape_of_numpy_integers_holds_python_ints(engine):
     assert mv.broadcast_to(mv.array(1.0), np.int64(4)).shape == (4,)
     with pytest.raises(TypeError):
         mv.broadcast_to(mv.array([1.0]), (2.0,))
+
+
+@pytest.mark.parametrize("shape", [-1, (4, 6), [2, -1, 3], (24,), (2, 3, 4), 24])
+def test_reshaping_a_whole_value_again_is_a_view_as_numpys(engine, shape):
+    """The second reshape of a value to a shape (memoised) behaves as the first: a view
+    that writes through, based on the array, read-only when it is, NumPy's shape."""
+    host = np.arange(24.0)
+    x = mv.array(host)
+    for _ in range(2):
+        got, want = x.reshape(shape), host.reshape(shape)
+        assert got.shape == want.shape and got.strides == want.strides
+        assert got.base is x and not got.flags.owndata
+        got[(0,) * got.ndim] += 1.0
+        want[(0,) * want.ndim] += 1.0
+        assert_same(x, host)
+    x.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        x.reshape(shape)[(0,) * len(want.shape)] = 0.0
+
+
+def test_a_reshape_numpy_refuses_is_refused_every_time(engine):
+    x = mv.arange(6.0)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="cannot reshape"):
+            x.reshape(4)
+        with pytest.raises(ValueError):
+            x.reshape((-1, -1))

@@ -37,8 +37,7 @@ def iterate(x: NArray):
     n = x.shape[0]
     if x.ndim > 1 or _lazy():
         return (getitem(x, i) for i in range(n))
-    if n <= SHORT and x._view is None and x.dtype.kind in COPIED_SCALARS \
-            and _computed(x._storage.current):
+    if n <= SHORT and x.dtype.kind in COPIED_SCALARS and _computed(x._storage.current):
         return map(x.__getitem__, range(n))   # each ``x[i]`` read at once: NumPy's scalar
     return host_elements(x)
 

@@ -69,6 +69,9 @@ def reshape(a, shape, order="C", *, copy=None) -> NArray:
     makes one without copying, else a copy (``copy=True`` always copies). ``order`` is
     NumPy's: ``'F'`` reads and places the elements with the first index fastest (the C
     reshape of the transposes), ``'A'`` is F for an F- and not C-contiguous array."""
+    if type(a) is NArray and a._view is None and order == "C" and copy is None \
+            and not SEAM.hooks:
+        return _whole_reshape(a, shape)
     x = to_narray(a, "reshape")
     shape = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
     if _index_order("reshape", x, order) == "F":
@@ -80,6 +83,37 @@ def reshape(a, shape, order="C", *, copy=None) -> NArray:
     if copy is False:
         raise ValueError("reshape: cannot reshape this array without copying (copy=False)")
     return build(_OPS("reshape"), [x], {"shape": shape})
+
+_WHOLE_RESHAPES: dict = {}
+"""(a whole value's shape and dtype, the shape asked) -> (the reshaped view's spec, its
+view, None for the whole buffer): the reshapes of whole values met (bounded: cleared when
+full)."""
+_MAX_WHOLE_RESHAPES = 1024
+
+
+def _whole_reshape(x: NArray, shape) -> NArray:
+    """``reshape(x, shape)`` of a whole value (no view: C-ordered, so always a view) while
+    nothing records at the seam: ``view_of``'s handle, its spec and view memoised."""
+    key = x._spec.shape, x._spec.dtype, shape
+    try:
+        spec, seen = _WHOLE_RESHAPES[key]
+    except (KeyError, TypeError):   # TypeError: a shape that is no key (a list)
+        asked = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
+        new = resolve_shape("reshape", x._spec, asked)
+        view = views.reshape(explicit_view(x), x.dtype, new)
+        spec = ArraySpec(new, x.dtype)
+        seen = views.normalized(x._spec, (view[0], tuple(view[1]), view[2]))
+        if type(shape) is int or (type(shape) is tuple and all(type(n) is int
+                                                               for n in shape)):
+            if len(_WHOLE_RESHAPES) >= _MAX_WHOLE_RESHAPES:
+                _WHOLE_RESHAPES.clear()
+            _WHOLE_RESHAPES[key] = spec, seen
+    result = NArray(x._storage, seen, spec)
+    result._readonly = x._readonly
+    result._owndata = False
+    result._base = BaseLink(x) if x._base is None else x._base
+    return result
+
 
 def ravel(a, order="C") -> NArray:
     """``a`` flattened, its elements read in NumPy's ``order`` (``'K'``: as they lie in

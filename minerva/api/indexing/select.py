@@ -150,8 +150,11 @@ def fill_diagonal(a, val, wrap=False) -> None:
         raise ValueError("array must be at least 2-d")
     if x.ndim > 2 and len(set(x.shape)) != 1:
         raise ValueError("All dimensions of input must be of equal length")
-    views = _diagonal_views(x, wrap)
     plain = type(val) in _PLAIN_SCALARS   # the common call: a Python number, as it is
+    if plain and x._view is None:   # a whole value: NumPy's own slice of its flat view
+        ravel(x)[_flat_diagonal(x.shape, wrap)] = val
+        return
+    views = _diagonal_views(x, wrap)
     values = val if plain else _repeated(val, sum(view.size for view in views))
     if values is None:
         return
@@ -166,6 +169,18 @@ def fill_diagonal(a, val, wrap=False) -> None:
 
 
 _PLAIN_SCALARS = (int, float, complex, bool)
+
+
+def _flat_diagonal(shape: tuple, wrap: bool) -> slice:
+    """The slice of the flat positions of a C-ordered array of ``shape`` (two axes or
+    more, all of one length) that ``fill_diagonal`` writes, as NumPy takes it."""
+    if len(shape) == 2:
+        return slice(None, None if wrap else shape[1] * shape[1], shape[1] + 1)
+    step, size = 1, 1
+    for n in shape[:-1]:
+        size *= n
+        step += size
+    return slice(None, None, step)
 
 
 def _diagonal_views(x: NArray, wrap: bool) -> list:
