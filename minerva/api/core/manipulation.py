@@ -115,6 +115,11 @@ def _whole_reshape(x: NArray, shape) -> NArray:
     return result
 
 
+def whole_flat(x: NArray) -> NArray | None:
+    """``x``'s flat view when ``x`` is a whole value (C-ordered, no view), else None."""
+    return reshape(x, -1) if x._view is None else None
+
+
 def ravel(a, order="C") -> NArray:
     """``a`` flattened, its elements read in NumPy's ``order`` (``'K'``: as they lie in
     memory): a view when they are contiguous in that order, else a copy."""

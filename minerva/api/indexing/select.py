@@ -18,7 +18,8 @@ import numpy as np
 from minerva.api.core.arguments import axis_index, check_bounds, host_indices
 from minerva.api.core.elementwise import clip
 from minerva.api.core.indexing import assign, check_writable, device_indices, take_axis
-from minerva.api.core.manipulation import diagonal_view, explicit_view, ravel, view_of
+from minerva.api.core.manipulation import (diagonal_view, explicit_view, ravel, view_of,
+                                           whole_flat)
 from minerva.api.core.reductions import sum as _sum
 from minerva.builder import COPY, build, to_narray, upload
 from minerva.common.errors import ShapeIndexError
@@ -151,8 +152,9 @@ def fill_diagonal(a, val, wrap=False) -> None:
     if x.ndim > 2 and len(set(x.shape)) != 1:
         raise ValueError("All dimensions of input must be of equal length")
     plain = type(val) in _PLAIN_SCALARS   # the common call: a Python number, as it is
-    if plain and x._view is None:   # a whole value: NumPy's own slice of its flat view
-        ravel(x)[_flat_diagonal(x.shape, wrap)] = val
+    flat = whole_flat(x) if plain else None
+    if flat is not None:   # a whole value: NumPy's own slice of its flat view
+        flat[_flat_diagonal(x.shape, wrap)] = val
         return
     views = _diagonal_views(x, wrap)
     values = val if plain else _repeated(val, sum(view.size for view in views))
