@@ -17,11 +17,10 @@ now_ns(void)
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Code object -> whether its file lies inside the package, and the line of the last
- * instruction offset asked for (direct-mapped; entries hold their code objects, so an
- * address is never reused while cached). */
+/* Code object -> whether its file lies inside the package (direct-mapped; entries hold
+ * their code objects, so an address is never reused while cached). */
 #define CODE_CACHE 64
-typedef struct { PyObject *code; int inside, lasti, line; } CodeEntry;
+typedef struct { PyObject *code; int inside; } CodeEntry;
 static CodeEntry CodeCache[CODE_CACHE];
 
 static CodeEntry *
@@ -36,8 +35,28 @@ code_entry(PyCodeObject *code)
         return NULL;
     Py_XSETREF(e->code, Py_NewRef((PyObject *)code));
     e->inside = inside;
-    e->lasti = -1;
     return e;
+}
+
+/* (code object, instruction offset) -> its line: the line table is read once per
+ * offset met, not at every op of a long function whose lines take turns
+ * (direct-mapped; entries hold their code objects). */
+#define LINE_CACHE 512
+typedef struct { PyObject *code; int lasti, line; } LineEntry;
+static LineEntry LineCache[LINE_CACHE];
+
+static int
+frame_line(PyFrameObject *frame, PyCodeObject *code)
+{
+    int lasti = PyFrame_GetLasti(frame);
+    size_t slot = (((size_t)code >> 4) * 31u + (size_t)(unsigned)lasti) % LINE_CACHE;
+    LineEntry *e = &LineCache[slot];
+    if (e->code != (PyObject *)code || e->lasti != lasti) {
+        Py_XSETREF(e->code, Py_NewRef((PyObject *)code));
+        e->lasti = lasti;
+        e->line = PyFrame_GetLineNumber(frame);
+    }
+    return e->line;
 }
 
 /* Whether the innermost Python frame is the user's, outside the package (a NumPy
@@ -68,12 +87,7 @@ user_line(PyObject **file, int *line)
         int inside = e == NULL ? -1 : e->inside;
         if (inside == 0) {
             *file = Py_NewRef(code->co_filename);
-            int lasti = PyFrame_GetLasti(frame);   /* the line table is read once per offset */
-            if (e->lasti != lasti) {
-                e->line = PyFrame_GetLineNumber(frame);
-                e->lasti = lasti;
-            }
-            *line = e->line;
+            *line = frame_line(frame, code);
         }
         Py_DECREF(code);
         if (inside <= 0) {

@@ -22,6 +22,26 @@ _HOPS: dict = {}
 frame was found last time (a guess checked on every use)."""
 
 
+_LINES: dict = {}
+"""(code object, instruction offset) -> its line, for the offsets met (bounded: cleared
+when full). ``f_lineno`` reads the line table from its start at every call: in a long
+function that is the dearest step of an op."""
+_MAX_LINES = 4096
+
+
+def line_of(frame) -> int:
+    """``frame.f_lineno``, read once per instruction offset."""
+    key = frame.f_code, frame.f_lasti
+    try:
+        return _LINES[key]
+    except KeyError:
+        pass
+    if len(_LINES) >= _MAX_LINES:
+        _LINES.clear()
+    line = _LINES[key] = frame.f_lineno
+    return line
+
+
 def user_callsite(skip: int = 2) -> tuple[str, int]:
     """``(filename, lineno)`` of the innermost frame whose code lies outside the package,
     starting ``skip`` frames out.
@@ -40,7 +60,7 @@ def user_callsite(skip: int = 2) -> tuple[str, int]:
             guess = None
         if guess is not None and _INSIDE.get(guess.f_code) is False and (
                 hops == 0 or _INSIDE.get(sys._getframe(skip + hops - 1).f_code)):
-            return (guess.f_code.co_filename, guess.f_lineno)
+            return (guess.f_code.co_filename, line_of(guess))
     return _walk(frame, start)
 
 
@@ -54,7 +74,7 @@ def _walk(frame, start) -> tuple[str, int]:
             known = _is_inside(code)
         if not known:
             _HOPS[start] = hops
-            return (code.co_filename, frame.f_lineno)
+            return (code.co_filename, line_of(frame))
         frame = frame.f_back
         hops += 1
     return ("<minerva>", 0)

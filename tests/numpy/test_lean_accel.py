@@ -633,3 +633,22 @@ def test_arrays_made_anew_each_step_find_the_shape_rules_their_twins_met():
     calls = python_calls(step)
     assert "infer" not in calls and "build" not in calls, calls
     numpy.testing.assert_array_equal(step().to_numpy(), [5.5, 8.0])
+
+
+def _written_lines(a, b):
+    """Writes on lines that take turns (each op's line read from a cache of offsets):
+    the line each new version names, and the lines the writes are on."""
+    lines, first = [], inspect.currentframe().f_lineno
+    for _ in range(3):
+        a += 1.0
+        lines.append(a._storage.current.created_at[1])
+        b *= 2.0
+        lines.append(b._storage.current.created_at[1])
+        a -= b
+        lines.append(a._storage.current.created_at[1])
+    return lines, [first + 2, first + 4, first + 6] * 3
+
+
+def test_each_version_names_the_line_of_its_write_in_a_loop():
+    got, want = _written_lines(mv.ones(3), mv.ones(3))
+    assert got == want
