@@ -63,7 +63,7 @@ __all__ = sorted(set(NAMES) | {"NArray", "ndarray", "jit", "JitError", "autograd
                                "emath", "lib"})
 autograd.install(_sys.modules[__name__])
 _interop.install(globals(), NAMES, _fallback.host_function, _array_api)
-NArray.__getattr__ = _fallback.narray_attribute  # numpy.ndarray's names NArray lacks
+_fallback.install_attributes(NArray)  # numpy.ndarray's names NArray lacks, by the host
 
 
 def __getattr__(name):

@@ -61,7 +61,8 @@ def kind_of(namespace: str, name: str) -> str:
 
 def ndarray_kind(name: str) -> str:
     """How NArray gives ``numpy.ndarray``'s public attribute ``name``."""
-    if name in dir(mv.NArray):
+    if name in dir(mv.NArray) and not isinstance(mv.NArray.__dict__.get(name),
+                                                  fallback.HostAttribute):
         return "native"
     return "host" if name in fallback.fallback_attributes() else "missing"
 

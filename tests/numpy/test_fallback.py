@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import minerva as mv
-from minerva.api.fallback import resolve
+from minerva.api.fallback import HostAttribute, resolve
 from minerva.api.fallback.host import HostCopies, HostFunction
 from minerva.builder import build
 from minerva.common.config import Config
@@ -294,7 +294,7 @@ def test_raise_raises_a_fallback_error_naming_the_function():
 
 
 def test_fallback_stats_count_each_name(monkeypatch):
-    monkeypatch.delattr(mv.NArray, "tobytes", raising=False)  # through the host
+    monkeypatch.setattr(mv.NArray, "tobytes", HostAttribute("tobytes"))  # through the host
     x = mv.array(V)
     mv.fft.fft(x), mv.fft.fft(x), mv.emath.sqrt(x), x.tobytes()
     np.histogram2d(x, x)
@@ -355,7 +355,7 @@ HOST_NAMES = ("tobytes", "view", "flat", "data", "byteswap", "setfield", "getfie
 def through_the_host(monkeypatch):
     """NArray without native versions of ``HOST_NAMES``: they go through the host."""
     for name in HOST_NAMES:
-        monkeypatch.delattr(mv.NArray, name, raising=False)
+        monkeypatch.setattr(mv.NArray, name, HostAttribute(name))
 
 
 def test_ndarray_methods_minerva_lacks_run_on_the_host(engine, through_the_host):
@@ -510,3 +510,16 @@ def test_as_strided_views_write_through(engine):
         mv.lib.stride_tricks.as_strided(x, shape=(20,))
     with pytest.raises(ValueError, match="mismatch in length of strides and shape"):
         mv.lib.stride_tricks.as_strided(x, shape=(2,), strides=(8, 8))
+
+
+def test_ndarray_names_narray_lacks_are_descriptors_not_a_getattr(engine):
+    """NArray has no ``__getattr__`` (Python then specialises every attribute read of an
+    NArray): the names it lacks are HostAttribute descriptors; any other name is
+    Python's plain AttributeError."""
+    assert not hasattr(mv.NArray, "__getattr__")
+    assert isinstance(vars(mv.NArray)["compress"], HostAttribute)
+    same(mv.array(A).compress([True, False, True], axis=0),
+         A.compress([True, False, True], axis=0))
+    with pytest.raises(AttributeError, match="'NArray' object has no attribute 'nope'"):
+        mv.ones(2).nope
+    assert not hasattr(mv.ones(2), "nope")

@@ -10,7 +10,7 @@ cuPyNumeric and ``cupyx.fallback_mode`` do).
 - ``writes``: which arguments a NumPy function writes into;
 - ``ledger``: the mode (``MINERVA_FALLBACK``), the counts per name (``fallback_stats``),
   the trace record (a slice on the ``host`` track);
-- ``attributes``: NArray's ``__getattr__`` for ``numpy.ndarray``'s names;
+- ``attributes``: NArray's descriptors for ``numpy.ndarray``'s names it lacks;
 - ``no_values``: the functions that need no values, native so they never fall back.
 
 The fallback is not a chapter of NumPy: like ``methods.py`` it serves every chapter, and
@@ -20,7 +20,7 @@ they lack. See doc/numpy/fallback.md.
 from __future__ import annotations
 
 from minerva.api.fallback.attributes import (  # noqa: F401  (used by the rest of minerva)
-    fallback_attributes, narray_attribute)
+    HostAttribute, fallback_attributes, install_attributes)
 from minerva.api.fallback.host import HostFunction, host_function  # noqa: F401
 from minerva.api.fallback.ledger import fallback_stats, reset_fallback_stats
 from minerva.api.fallback.no_values import (  # noqa: F401  (the namespace's names)

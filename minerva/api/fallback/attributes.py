@@ -1,7 +1,6 @@
-"""NArray's ``__getattr__``: ``numpy.ndarray``'s public attributes NArray has no native
-version of, through the host (installed on NArray by ``minerva/__init__.py``).
-
-Python calls it only for a name NArray lacks. A method (``x.tobytes()``,
+"""``numpy.ndarray``'s public attributes NArray has no native version of, through the
+host: a ``HostAttribute`` descriptor per name (installed on NArray by
+``minerva/__init__.py``, ``install_attributes``). A method (``x.tobytes()``,
 ``x.choose(...)``) comes back bound to the array: a call runs NumPy's method on the
 array's host copy (writing it back for the methods that write in place, ``writes``); a
 data attribute (``x.flat``, ``x.ctypes``) is the host copy's, read-only. Views NumPy's
@@ -26,15 +25,33 @@ NDARRAY_NAMES = frozenset(n for n in dir(np.ndarray) if not n.startswith("_"))
 _METHODS: dict = {}
 
 
-def narray_attribute(x, name: str):
-    """``x.<name>`` for a public name of ``numpy.ndarray`` NArray lacks (see the module's
-    doc); AttributeError for any other name."""
-    if name not in NDARRAY_NAMES or cannot_exist(name, "ndarray") or hasattr(type(x),
-                                                                             name):
-        raise missing_attribute(name, "ndarray")
-    if callable(getattr(np.ndarray, name)):
-        return types.MethodType(ndarray_method(name), x)
-    return _data_attribute(x, name)
+class HostAttribute:
+    """``x.<name>`` for a public name of ``numpy.ndarray`` NArray has no native version
+    of (see the module's doc), set on NArray as a descriptor: a ``__getattr__`` would
+    keep Python from specialising every other attribute read of an NArray."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, x, owner=None):
+        if x is None:
+            return self
+        name = self.name
+        if cannot_exist(name, "ndarray"):
+            raise missing_attribute(name, "ndarray")
+        if callable(getattr(np.ndarray, name)):
+            return types.MethodType(ndarray_method(name), x)
+        return _data_attribute(x, name)
+
+
+def install_attributes(cls) -> None:
+    """Give ``cls`` (NArray) a ``HostAttribute`` for each of ``numpy.ndarray``'s public
+    names it lacks."""
+    for name in sorted(NDARRAY_NAMES):
+        if not hasattr(cls, name):
+            setattr(cls, name, HostAttribute(name))
 
 
 def ndarray_method(name: str) -> HostFunction:
