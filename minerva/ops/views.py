@@ -65,11 +65,16 @@ def normalized(spec, view):
     return view
 
 
+_BASIC_KINDS = frozenset({int, slice, type(None), type(Ellipsis)})
+
+
 def is_basic(index) -> bool:
-    """Whether ``index`` (a tuple) holds only ints, slices, None and Ellipsis."""
+    """Whether ``index`` (a tuple) holds only ints, slices, None and Ellipsis. Read by
+    type (an NArray's ``isinstance`` would ask its ``__class__`` property)."""
     for item in index:
-        is_int = isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
-        if not (item is None or item is Ellipsis or isinstance(item, slice) or is_int):
+        kind = type(item)
+        if kind not in _BASIC_KINDS and (not issubclass(kind, (int, np.integer)) or
+                                         issubclass(kind, (bool, np.bool_))):
             return False
     return True
 

@@ -155,3 +155,56 @@ def test_a_list_of_ints_numpy_integers_and_0d_narrays_picks_as_numpy():
     assert x.to_numpy(timeout=WAIT).tobytes() == a.tobytes()
     calls = python_calls(lambda: x[[p, 1]])
     assert "advanced" not in calls and "build" not in calls, calls
+
+
+def _after_slices_item(rng, n, size, kind):
+    """An index item for an axis of ``n`` after full slices: ``_index_item``'s kinds, or
+    a 1-D mask (NumPy or NArray) of that axis."""
+    if kind in ("mask", "narray mask"):
+        mask = rng.random(n) < 0.5
+        mask[int(rng.integers(0, n))] = True   # picks at least one
+        return (mv.array(mask) if kind == "narray mask" else mask), mask
+    return _index_item(rng, n, size, kind)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_picks_after_full_slices_read_and_write_as_numpy(seed):
+    """``x[:, order]``, ``x[:, :, rows, cols]``, ``counts[:, mask]``: index arrays (or a
+    1-D mask) on the axes after full slices, at once, with NumPy's bits, of numbers and
+    strings."""
+    rng = numpy.random.default_rng(100 + seed)
+    shape = tuple(int(n) for n in rng.integers(2, 6, rng.integers(2, 5)))
+    a = (rng.standard_normal(shape) * 5).astype(DTYPES[seed % len(DTYPES)])
+    if seed % 4 == 3:
+        a = a.astype(str)
+    x = mv.array(a)
+    for _ in range(8):
+        lead = int(rng.integers(1, len(shape)))
+        k = int(rng.integers(1, len(shape) - lead + 1))
+        size = int(rng.integers(1, min(shape[lead:lead + k]) + 1))
+        kinds = ["range", "list", "numpy", "narray"] + (["mask", "narray mask"] if k == 1
+                                                        else [])
+        ours, theirs = [slice(None)] * lead, [slice(None)] * lead
+        for axis in range(lead, lead + k):
+            item, values = _after_slices_item(rng, shape[axis], size, rng.choice(kinds))
+            ours.append(item)
+            theirs.append(values)
+        key, expected_key = tuple(ours), tuple(theirs)
+        picked = a[expected_key]
+        got = x[key]
+        assert got.shape == picked.shape and got.dtype == picked.dtype
+        assert got.to_numpy(timeout=WAIT).tobytes() == picked.tobytes()
+        value = picked[::-1] if picked.ndim and rng.random() < 0.5 else picked.flat[0]
+        x[key] = value if numpy.ndim(value) == 0 else mv.array(value)
+        a[expected_key] = value
+    assert x.to_numpy(timeout=WAIT).tobytes() == a.tobytes()
+
+
+def test_picks_after_full_slices_never_take_the_general_index_checks():
+    x, order = mv.array(numpy.arange(24.0).reshape(2, 3, 4)), mv.array([3, 0, 1])
+    mask = numpy.array([True, False, True])
+    x[:, :, order]   # warm: shape rules made once
+    for run in (lambda: x[:, :, order], lambda: x[:, mask], lambda: x[:, [2, 0]],
+                lambda: x.__setitem__((slice(None), mask), 0.5)):
+        calls = python_calls(run)
+        assert "advanced" not in calls and "build" not in calls, calls

@@ -35,7 +35,9 @@ def iterate(x: NArray):
     """``iter(x)`` of an array of at least one dimension: rows as views, or the elements of
     a 1-D array read once on the host (see the module docstring)."""
     n = x.shape[0]
-    if x.ndim > 1 or _lazy():
+    if x.ndim > 1:
+        return map(x.__getitem__, range(n))   # rows: ``x[i]``, views
+    if _lazy():
         return (getitem(x, i) for i in range(n))
     if n <= SHORT and x.dtype.kind in COPIED_SCALARS and _computed(x._storage.current):
         return map(x.__getitem__, range(n))   # each ``x[i]`` read at once: NumPy's scalar

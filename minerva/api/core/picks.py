@@ -1,6 +1,7 @@
-"""Integer-array indexing at once: ``x[rows, cols]``, ``x[idx]``, ``x[range(n), y] -= 1``
-where every index item is an integer array (a ``range``, a list of ints, a NumPy array, an
-NArray) of one shape, on ``x``'s leading axes (full slices after them are dropped),
+"""Integer-array indexing at once: ``x[rows, cols]``, ``x[idx]``, ``x[range(n), y] -= 1``,
+``x[:, order]``, ``x[:, mask]`` where every index item is an integer array (a ``range``, a
+list of ints, a NumPy array, an NArray) of one shape or a 1-D mask (its ``nonzero()``), on
+consecutive axes of ``x`` after full slices alone (full slices after them are dropped),
 picking at least one element. Host index arrays are read as they are, bounds-checked
 here (a range by its ends); NArray ones are the op's inputs, checked by the kernel. The
 twins of ``take_index`` and ``put_index`` index with the arrays in one NumPy call
@@ -13,7 +14,7 @@ import math
 
 import numpy as np
 
-from minerva.narray import NArray
+from minerva.narray import HOST_READS, NArray
 from minerva.ops.dtypes import NUMERIC_KINDS
 from minerva.ops.elementwise import ARRAY, fits
 from minerva.ops.indexing import (PUT, SMALL_INDEX, TAKE, put_by_indices, range_values,
@@ -24,29 +25,37 @@ PICK_TAKE = TAKE.twin(take_by_indices)
 PICK_PUT = PUT.twin(put_by_indices)
 
 FULL = slice(None)
+PICKED_KINDS = NUMERIC_KINDS + "SU"
+"""The dtype kinds picked at once: numbers, bytes and strings (a CPU device's, gathered by
+the Python lean path where the C one declines)."""
 
 
 def host_picks(x: NArray, items: tuple):
-    """``(NArray indices, host ones as (position, array), the shape picked)`` of index
-    ``items`` when it is integer arrays of one non-empty shape on ``x``'s leading axes;
-    None for any other index (or one out of bounds: the general way raises)."""
+    """``(NArray indices, host ones as (position, array or full slice), the shape
+    picked)`` of index ``items`` when it is integer arrays of one non-empty shape (or
+    1-D masks, as the integers of their ``nonzero()``) on consecutive axes of ``x`` after
+    full slices alone; None for any other index (or one out of bounds: the general way
+    raises)."""
     shape = x._spec.shape
     k = len(items)
     while k and type(items[k - 1]) is slice and items[k - 1] == FULL:
         k -= 1
-    if not k or k > len(shape):
+    lead = 0
+    while lead < k and type(items[lead]) is slice and items[lead] == FULL:
+        lead += 1
+    if lead == k or k > len(shape):
         return None
-    device, host, picked = [], [], None
-    for axis in range(k):
+    device, host, picked = [], [(axis, FULL) for axis in range(lead)], None
+    for axis in range(lead, k):
         item = items[axis]
-        if type(item) is NArray:
+        if type(item) is NArray and item._spec.dtype.kind in "iu":
             spec = item._spec
-            if spec.dtype.kind not in "iu" or not spec.shape:
+            if not spec.shape:
                 return None
             device.append(item)
             item_shape = spec.shape
         else:
-            values = _host_values(item, shape[axis])
+            values = _host_values(item, shape[axis], x._storage.engine)
             if values is None:
                 return None
             host.append((axis, values))
@@ -57,12 +66,13 @@ def host_picks(x: NArray, items: tuple):
             return None
     if not math.prod(picked):
         return None
-    return device, tuple(host), picked + shape[k:]
+    return device, tuple(host), shape[:lead] + picked + shape[k:]
 
 
-def _host_values(item, n: int):
-    """A host index item as an integer NumPy array within ``-n .. n-1``; None for any
-    other item."""
+def _host_values(item, n: int, engine):
+    """A host index item as an integer NumPy array within ``-n .. n-1`` (a 1-D mask of
+    ``n``, a NumPy one or a computed NArray of ``engine``: its ``nonzero()``); None for
+    any other item."""
     kind = type(item)
     if kind is range:
         return range_values(item) if item and range_within(item, n) else None
@@ -71,11 +81,28 @@ def _host_values(item, n: int):
         if listed is None or not (-n <= min(listed) and max(listed) < n):
             return None
         return np.array(listed, dtype=np.intp)
-    if kind is not np.ndarray or item.dtype.kind not in "iu" or not item.ndim:
+    if kind is NArray:
+        return _mask_positions(item, n, engine)
+    if kind is not np.ndarray or not item.ndim:
+        return None
+    if item.dtype == np.bool_:
+        return np.flatnonzero(item) if item.shape == (n,) else None
+    if item.dtype.kind not in "iu":
         return None
     if item.size <= SMALL_INDEX:
         return item if small_within(item, n) else None
     return item if -n <= item.min() and item.max() < n else None
+
+
+def _mask_positions(mask: NArray, n: int, engine):
+    """The positions of a computed 1-D boolean NArray of ``n`` elements of ``engine``
+    (read now, with no wait, where host reads are not refused), or None (the general
+    way refuses another runtime's)."""
+    data = mask._storage.current
+    if mask._spec.dtype != np.bool_ or mask._spec.shape != (n,) or not data.done or \
+            mask._storage.engine is not engine or HOST_READS.refuse is not None:
+        return None   # (a jit capture refuses host reads: the general way records it)
+    return np.flatnonzero(mask.to_numpy())
 
 
 def _listed_ints(item: list):
@@ -102,7 +129,7 @@ def take_plan(x: NArray, picks):
     """``(twin, attrs, inputs, spec)`` gathering ``x[picks]``, or None."""
     device, host, shape = picks
     dtype = x._spec.dtype
-    if dtype.kind not in NUMERIC_KINDS:
+    if dtype.kind not in PICKED_KINDS:
         return None
     return PICK_TAKE, {"host": host}, [x] + device, ArraySpec(shape, dtype)
 
