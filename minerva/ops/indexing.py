@@ -183,6 +183,14 @@ def put_by_indices(xp, *arrays, out, host, value):
     out[_with_host(arrays, host)] = value
 
 
+def add_by_indices(xp, *arrays, out, host, value):
+    """``xp.add.at(out, (i0, i1, ...), value)`` (unbuffered: a repeated index adds each
+    time), by index arrays as ``take_by_indices`` takes them."""
+    if value is ARRAY:
+        value, arrays = arrays[0], arrays[1:]
+    xp.add.at(out, _with_host(arrays, host), value)
+
+
 def _with_host(arrays, host) -> tuple:
     index = list(arrays)
     for position, array in host:

@@ -208,3 +208,42 @@ def test_picks_after_full_slices_never_take_the_general_index_checks():
                 lambda: x.__setitem__((slice(None), mask), 0.5)):
         calls = python_calls(run)
         assert "advanced" not in calls and "build" not in calls, calls
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_add_at_by_picks_is_numpys(seed):
+    """``np.add.at`` by index arrays (repeated indices add each time), after full slices
+    or by a 1-D mask, of a scalar or an array of the target's dtype: NumPy's bits, at
+    once (no general index checks)."""
+    rng = numpy.random.default_rng(200 + seed)
+    dtype = DTYPES[seed % len(DTYPES)]
+    shape = tuple(int(n) for n in rng.integers(2, 6, rng.integers(1, 4)))
+    a = (rng.standard_normal(shape) * 5).astype(dtype)
+    x = mv.array(a)
+    for _ in range(6):
+        lead = int(rng.integers(0, len(shape)))
+        k = int(rng.integers(1, len(shape) - lead + 1))
+        size = int(rng.integers(1, 9))
+        kinds = ["list", "numpy", "narray"] + (["mask", "narray mask"] if k == 1 else [])
+        ours, theirs = [slice(None)] * lead, [slice(None)] * lead
+        for axis in range(lead, lead + k):
+            item, values = _after_slices_item(rng, shape[axis], size, rng.choice(kinds))
+            ours.append(item)
+            theirs.append(values)
+        key, expected_key = tuple(ours), tuple(theirs)
+        picked = a[expected_key].shape
+        if rng.random() < 0.5:
+            value = numpy.asarray(rng.standard_normal(picked) * 3).astype(dtype)
+            mv.add.at(x, key, mv.array(value))
+        else:
+            value = int(rng.integers(-3, 4)) if dtype.startswith("int") else 1.5
+            mv.add.at(x, key, value)
+        numpy.add.at(a, expected_key, value)
+        assert x.to_numpy(timeout=WAIT).tobytes() == a.tobytes()
+    counts, d, w = mv.zeros((4, 6), dtype=numpy.int64), [0, 3, 3], numpy.array([5, 1, 1])
+    mv.add.at(counts, (d, w), 1)
+    calls = python_calls(lambda: mv.add.at(counts, (d, w), 1))
+    assert "advanced" not in calls and "build" not in calls, calls
+    expected = numpy.zeros((4, 6), numpy.int64)
+    numpy.add.at(expected, (d, w), 2)
+    assert counts.to_numpy(timeout=WAIT).tobytes() == expected.tobytes()

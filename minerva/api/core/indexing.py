@@ -270,6 +270,11 @@ def add_at(a: NArray, indices, b) -> None:
     that repeats adds each time)."""
     items = indices if type(indices) is tuple else (indices,)
     check_writable(a)
+    scalar = _is_scalar(b)
+    found = picks.host_picks(a, items) if scalar or isinstance(b, NArray) else None
+    if found is not None and scatter_now(a, picks.put_plan(
+            a, found, a.dtype.type(b) if scalar else b, scalar, picks.PICK_ADD)):
+        return
     layout, arrays = advanced(a, items)
     values = to_narray(b, "add.at", a.dtype)
     build(SCATTER_ADD, [values] + _uploaded(arrays), {"layout": layout, "shape": a.shape,

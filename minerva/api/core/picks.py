@@ -17,12 +17,14 @@ import numpy as np
 from minerva.narray import HOST_READS, NArray
 from minerva.ops.dtypes import NUMERIC_KINDS
 from minerva.ops.elementwise import ARRAY, fits
-from minerva.ops.indexing import (PUT, SMALL_INDEX, TAKE, put_by_indices, range_values,
+from minerva.ops.indexing import (PUT, SCATTER_ADD, SMALL_INDEX, TAKE, add_by_indices,
+                                  put_by_indices, range_values,
                                   range_within, small_within, take_by_indices)
 from minerva.ops.registry import ArraySpec
 
 PICK_TAKE = TAKE.twin(take_by_indices)
 PICK_PUT = PUT.twin(put_by_indices)
+PICK_ADD = SCATTER_ADD.twin(add_by_indices)
 
 FULL = slice(None)
 PICKED_KINDS = NUMERIC_KINDS + "SU"
@@ -134,16 +136,17 @@ def take_plan(x: NArray, picks):
     return PICK_TAKE, {"host": host}, [x] + device, ArraySpec(shape, dtype)
 
 
-def put_plan(x: NArray, picks, value, scalar: bool):
+def put_plan(x: NArray, picks, value, scalar: bool, twin=PICK_PUT):
     """``(twin, attrs, operands)`` writing ``x[picks] = value`` (a scalar already
-    converted to ``x``'s dtype, or an NArray), or None."""
+    converted to ``x``'s dtype, or an NArray; with ``twin`` ``PICK_ADD``, adding it as
+    ``numpy.add.at``), or None."""
     device, host, shape = picks
     written = x._storage
     for index in device:
         if index._storage is written:
             return None
     if scalar:
-        return PICK_PUT, {"host": host, "value": value}, device
+        return twin, {"host": host, "value": value}, device
     if value._storage is written or not fits(value.shape, shape):
         return None
-    return PICK_PUT, {"host": host, "value": ARRAY}, [value] + device
+    return twin, {"host": host, "value": ARRAY}, [value] + device

@@ -103,9 +103,33 @@ def _check_at(name: str, a, b, nin: int, nout: int) -> None:
         raise ValueError("second operand needed for ufunc")
 
 
+_TYPES_CHECKED: set = set()
+"""(ufunc name, dtype, operand key) of the ``at`` calls ``_check_types`` passed (bounded:
+cleared when full)."""
+_MAX_TYPES_CHECKED = 1024
+
+
 def _check_types(name: str, a: NArray, b, nin: int) -> None:
-    """NumPy's TypeError for dtypes its ``at`` has no loop for (on stand-ins); for
-    minerva's own ufuncs, their op's DTypeError."""
+    """NumPy's TypeError for dtypes its ``at`` has no loop for (on stand-ins, once per
+    dtypes and kind of operand); for minerva's own ufuncs, their op's DTypeError."""
+    key = (name, a.dtype, _operand_key(b))
+    if key in _TYPES_CHECKED:
+        return
+    _check_types_now(name, a, b, nin)
+    if len(_TYPES_CHECKED) >= _MAX_TYPES_CHECKED:
+        _TYPES_CHECKED.clear()
+    _TYPES_CHECKED.add(key)
+
+
+def _operand_key(b):
+    """What NumPy's check of ``at``'s operand reads: its dtype, the value of a Python int
+    (NEP 50: one out of range raises), else its type."""
+    if isinstance(b, (NArray, np.generic)):
+        return b.dtype
+    return (int, b) if type(b) is int else type(b)
+
+
+def _check_types_now(name: str, a: NArray, b, nin: int) -> None:
     ufunc = getattr(np, name, None)
     if not isinstance(ufunc, np.ufunc):
         registry.get(name).infer(a._spec)
