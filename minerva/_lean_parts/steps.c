@@ -40,6 +40,32 @@ system_parts(PyObject *system)
     return rc;
 }
 
+/* What the lean path reads of the last device it met, which a device never changes once
+ * made: whether its `xp` is NumPy, its `whole_limit`. The entry holds the device weakly
+ * (a dead one is no match; a device that takes no weak reference is read every time). */
+static struct { PyObject *ref; int numpy; Py_ssize_t whole_limit; } Known;
+
+static int
+device_facts(PyObject *device)
+{
+    if (Known.ref != NULL && PyWeakref_GET_OBJECT(Known.ref) == device)
+        return 0;
+    PyObject *xp = PyObject_GetAttr(device, s_xp);
+    if (xp == NULL)
+        return -1;
+    Py_DECREF(xp);
+    Py_ssize_t whole;
+    if (attr_ssize(device, s_whole_limit, &whole) < 0)
+        return -1;
+    Py_CLEAR(Known.ref);
+    Known.ref = PyWeakref_NewRef(device, NULL);
+    if (Known.ref == NULL)
+        PyErr_Clear();
+    Known.numpy = xp == Numpy;
+    Known.whole_limit = whole;
+    return 0;
+}
+
 /* Gather the engine, device and store for `L`; 1 when the op may take the lean path,
  * 0 when not (nothing changed), -1 on error. */
 static int
@@ -73,11 +99,9 @@ lean_prepare(LeanOp *L, PyObject *system)
     int traced = trace_prepare(L, Parts.hooks);
     if (traced <= 0)
         return traced;
-    PyObject *xp = PyObject_GetAttr(L->device, s_xp);
-    if (xp == NULL)
+    if (device_facts(L->device) < 0)
         return -1;
-    Py_DECREF(xp);
-    if (xp != Numpy)
+    if (!Known.numpy)
         return 0;
     Py_ssize_t limit;
     if (ssize_of(DEVICE_ATTR(L->device, DV_INLINE_LIMIT, s_inline_limit), &limit) < 0)
@@ -100,13 +124,8 @@ lean_prepare(LeanOp *L, PyObject *system)
     if (split == NULL)
         return -1;
     Py_DECREF(split);
-    if (split != Py_None) {
-        Py_ssize_t whole;
-        if (attr_ssize(L->device, s_whole_limit, &whole) < 0)
-            return -1;
-        if (L->total > whole)
-            return 0;
-    }
+    if (split != Py_None && L->total > Known.whole_limit)
+        return 0;
     L->store = DEVICE_ATTR(L->device, DV_STORE, s_store);
     if (L->store == NULL)
         return -1;
