@@ -38,25 +38,29 @@ code_entry(PyCodeObject *code)
     return e;
 }
 
-/* (code object, instruction offset) -> its line: the line table is read once per
- * offset met, not at every op of a long function whose lines take turns
- * (direct-mapped; entries hold their code objects). */
+/* (code object, instruction offset) -> its line, as an int object: the line table is
+ * read once per offset met, not at every op of a long function whose lines take turns
+ * (direct-mapped; entries hold their code objects and lines). A new reference, NULL on
+ * error. */
 #define LINE_CACHE 512
-typedef struct { PyObject *code; int lasti, line; } LineEntry;
+typedef struct { PyObject *code; int lasti; PyObject *line; } LineEntry;
 static LineEntry LineCache[LINE_CACHE];
 
-static int
+static PyObject *
 frame_line(PyFrameObject *frame, PyCodeObject *code)
 {
     int lasti = PyFrame_GetLasti(frame);
     size_t slot = (((size_t)code >> 4) * 31u + (size_t)(unsigned)lasti) % LINE_CACHE;
     LineEntry *e = &LineCache[slot];
-    if (e->code != (PyObject *)code || e->lasti != lasti) {
+    if (e->code != (PyObject *)code || e->lasti != lasti || e->line == NULL) {
+        PyObject *line = PyLong_FromLong(PyFrame_GetLineNumber(frame));
+        if (line == NULL)
+            return NULL;
+        Py_XSETREF(e->line, line);
         Py_XSETREF(e->code, Py_NewRef((PyObject *)code));
         e->lasti = lasti;
-        e->line = PyFrame_GetLineNumber(frame);
     }
-    return e->line;
+    return Py_NewRef(e->line);
 }
 
 /* Whether the innermost Python frame is the user's, outside the package (a NumPy
@@ -74,10 +78,10 @@ called_by_user(void)
     return e == NULL ? -1 : !e->inside;
 }
 
-/* The user's line (`callsite.user_callsite`): the file (new reference) and line of the
+/* The user's line (`callsite.user_callsite`): the file and line (new references) of the
  * innermost frame outside the package; ("<minerva>", 0) when there is none. */
 static int
-user_line(PyObject **file, int *line)
+user_line(PyObject **file, PyObject **line)
 {
     PyFrameObject *frame = PyEval_GetFrame();
     Py_XINCREF(frame);
@@ -86,8 +90,10 @@ user_line(PyObject **file, int *line)
         CodeEntry *e = code_entry(code);
         int inside = e == NULL ? -1 : e->inside;
         if (inside == 0) {
-            *file = Py_NewRef(code->co_filename);
             *line = frame_line(frame, code);
+            *file = *line == NULL ? NULL : Py_NewRef(code->co_filename);
+            if (*line == NULL)
+                inside = -1;
         }
         Py_DECREF(code);
         if (inside <= 0) {
@@ -98,8 +104,10 @@ user_line(PyObject **file, int *line)
         Py_DECREF(frame);
         frame = back;
     }
-    *line = 0;
     *file = PyUnicode_FromString("<minerva>");
+    *line = *file == NULL ? NULL : PyLong_FromLong(0);
+    if (*line == NULL)
+        Py_CLEAR(*file);
     return *file == NULL ? -1 : 0;
 }
 
@@ -239,8 +247,7 @@ put(Record *record, Py_ssize_t *i, PyObject *item)   /* steals `item` (NULL: fai
 static int
 trace_record(LeanOp *L, PyObject *out)
 {
-    PyObject *file;
-    int line;
+    PyObject *file, *line;
     if (user_line(&file, &line) < 0)
         return -1;
     long long ended = now_ns();
@@ -249,15 +256,18 @@ trace_record(LeanOp *L, PyObject *out)
     Py_ssize_t ndim = PyTuple_GET_SIZE(shape), i = 0;
     Py_ssize_t n = 12 + L->n_inputs + 5 + ndim;
     Record *record = PyObject_NewVar(Record, &RecordType, n);
-    if (record == NULL) {
+    PyObject *op_id = record == NULL ? NULL : next_node_id();
+    if (op_id == NULL) {
+        Py_XDECREF(record);
         Py_DECREF(file);
+        Py_DECREF(line);
         return -1;
     }
     memset(record->items, 0, n * sizeof(PyObject *));
     record->started = L->started;
     record->ended = ended;
     put(record, &i, Py_NewRef(FinishedTag));
-    put(record, &i, next_node_id());
+    put(record, &i, op_id);
     put(record, &i, Py_NewRef(L->name));
     put(record, &i, Py_NewRef(L->device_id));
     put(record, &i, Py_NewRef(L->track));
@@ -266,7 +276,7 @@ trace_record(LeanOp *L, PyObject *out)
     put(record, &i, Py_NewRef(Py_None));
     put(record, &i, Py_NewRef(L->exc != NULL ? L->exc : Py_None));
     put(record, &i, file);
-    put(record, &i, PyLong_FromLong(line));
+    put(record, &i, line);
     put(record, &i, PyLong_FromLong(L->n_inputs));
     for (int k = 0; k < L->n_inputs; k++)
         put(record, &i, Py_NewRef(SLOT(SLOT(L->inputs[k], StorageOff[S_CURRENT]),
@@ -278,11 +288,9 @@ trace_record(LeanOp *L, PyObject *out)
     put(record, &i, PyLong_FromSsize_t(ndim));
     for (Py_ssize_t k = 0; k < ndim; k++)
         put(record, &i, Py_NewRef(PyTuple_GET_ITEM(shape, k)));
-    for (Py_ssize_t k = 0; k < i; k++) {
-        if (record->items[k] == NULL) {   /* a failed call above */
-            Py_DECREF(record);
-            return -1;
-        }
+    if (record->items[11] == NULL || record->items[i - ndim - 1] == NULL) {
+        Py_DECREF(record);   /* the two counts: the only calls above that can fail */
+        return -1;
     }
     PyObject *r = PyObject_CallOneArg(L->record, (PyObject *)record);
     Py_DECREF(record);

@@ -28,11 +28,10 @@ writable_now(LeanOp *L, PyObject *base)
 static PyObject *
 settled_write(LeanOp *L, PyObject *base)
 {
-    PyObject *file, *created_at = NULL, *node_id = NULL, *version = NULL, *dag = NULL;
-    int line;
+    PyObject *file, *line, *created_at = NULL, *node_id = NULL, *version = NULL, *dag = NULL;
     if (user_line(&file, &line) < 0)
         return NULL;
-    created_at = Py_BuildValue("(Ni)", file, line);
+    created_at = Py_BuildValue("(NN)", file, line);
     long before = long_slot(base, DataOff[D_VERSION]);
     node_id = created_at == NULL || before < 0 ? NULL : next_node_id();
     version = node_id == NULL ? NULL : PyLong_FromLong(before + 1);
