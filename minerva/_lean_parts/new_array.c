@@ -4,32 +4,42 @@
 /* ---- `np.array([a, b, c])` of plain numbers ------------------------------------------ */
 
 /* `array(obj)` with no other argument, `obj` a list or tuple of at most NEW_ITEMS Python
- * floats, ints or NumPy float and complex scalars (no bool, nothing nested): NumPy's
- * `asarray(obj)` of a numeric dtype, copied into a new value on the lean path of
+ * floats, ints or NumPy float and complex scalars (no bool), or of such lists up to
+ * NEW_DEPTH levels deep (`[[a, b], [c, d]]`): NumPy's `asarray(obj)` of a numeric
+ * dtype, copied into a new value on the lean path of
  * `from_host` (`creation.array` → `builder.upload` → `Engine.run_new` make the same
  * array). Anything else — another argument, other items, a dtype NumPy infers as not
  * numeric, an error — goes to the Python `array` it stands in front of. */
 
 #define NEW_ITEMS 64
+#define NEW_DEPTH 3
 
 static PyObject *FromHost;     /* the `from_host` op */
 static PyObject *Asarray;      /* numpy.asarray */
 static PyObject *s_shape, *s_nbytes;
 
-/* Whether every item of `obj` is a plain number NumPy reads as one. */
+/* Whether every item of `obj` is a plain number NumPy reads as one, or (up to
+ * NEW_DEPTH levels) a list or tuple of them, at most NEW_ITEMS items in all (`count`).
+ * A ragged nesting is NumPy's to refuse: `asarray` raises, the Python path raises it. */
 static int
-plain_numbers(PyObject *obj)
+plain_numbers(PyObject *obj, int depth, Py_ssize_t *count)
 {
     if (!PyList_CheckExact(obj) && !PyTuple_CheckExact(obj))
         return 0;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
-    if (n == 0 || n > NEW_ITEMS)
+    *count += n;
+    if (n == 0 || *count > NEW_ITEMS)
         return 0;
     PyObject **items = PySequence_Fast_ITEMS(obj);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = items[i];
         if (PyFloat_CheckExact(item) || PyLong_CheckExact(item))
             continue;
+        if (PyList_CheckExact(item) || PyTuple_CheckExact(item)) {
+            if (depth + 1 < NEW_DEPTH && plain_numbers(item, depth + 1, count))
+                continue;
+            return 0;
+        }
         int scalar = 0;
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(FloatScalars) && !scalar; k++)
             scalar = (PyObject *)Py_TYPE(item) == PyTuple_GET_ITEM(FloatScalars, k);
@@ -43,7 +53,8 @@ plain_numbers(PyObject *obj)
 static PyObject *
 new_array_lean(PyObject *obj)
 {
-    if (FromHost == NULL || !plain_numbers(obj))
+    Py_ssize_t count = 0;
+    if (FromHost == NULL || !plain_numbers(obj, 0, &count))
         Py_RETURN_NONE;
     PyObject *data = PyObject_CallOneArg(Asarray, obj);
     if (data == NULL) {   /* NumPy refuses it: the Python path raises what it raises */

@@ -75,7 +75,9 @@ def test_a_failing_kernel_raises_at_the_users_line_and_the_runtime_goes_on():
 @pytest.mark.parametrize("values", [[1.5, 2.0], [1, 2, 3], [1, 2.5], (1j, 2.0),
                                     [numpy.float32(1.5), numpy.float32(2)],
                                     [numpy.float64(0.1), 3], [-0.0, numpy.nan, numpy.inf],
-                                    [2 ** 62, 1]])
+                                    [2 ** 62, 1], [[1.0, 2.0], [3.0, 4.0]],
+                                    ([1, 2], (3, 4)), [[numpy.float64(0.5), 2.0]],
+                                    [[[1.0], [2.0]], [[3.0], [4.0]]]])
 def test_array_of_plain_numbers_equals_numpys(values):
     got, want = mv.array(values), numpy.array(values)
     assert got.dtype == want.dtype and got.shape == want.shape and not got.ndim == 0
@@ -83,7 +85,8 @@ def test_array_of_plain_numbers_equals_numpys(values):
     assert type(got) is mv.NArray and got.flags.owndata
 
 
-@pytest.mark.parametrize("values", [[True, False], [[1.0, 2.0], [3.0, 4.0]], [],
+@pytest.mark.parametrize("values", [[True, False], [], [[1.0], [2.0, 3.0]], [1.0, [2.0]],
+                                    [[[[1.0]]]], [[1.0, True]], [[]], list(range(65)),
                                     ["a", "b"], [1.0, None], [2 ** 70], [2 ** 64 - 1, 1]])
 def test_array_of_other_items_keeps_the_python_paths_answer(values):
     try:
@@ -103,8 +106,11 @@ def test_array_of_other_items_keeps_the_python_paths_answer(values):
 @accelerated
 def test_array_of_plain_numbers_leaves_out_the_python_array():
     mv.array([1.0, 2.0])
-    calls = python_calls(lambda: [mv.array([1.0, float(i)]) for i in range(50)])
-    assert "array" not in calls and "upload" not in calls, calls
+    mv.array([[1.0, 2.0], [3.0, 4.0]])
+    for make in (lambda i: mv.array([1.0, float(i)]),
+                 lambda i: mv.array([[1.0, i], [2.0, 3.0]])):
+        calls = python_calls(lambda: [make(i) for i in range(50)])
+        assert "array" not in calls and "upload" not in calls, calls
 
 
 def _writes(ns, a, b, c):
