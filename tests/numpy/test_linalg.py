@@ -222,3 +222,17 @@ def test_host_functions_eig_eigvals_lstsq(engine, rng):
     check(got[1], want[1])
     assert got[2] == want[2]
     check(got[3], want[3])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_norm_of_all_elements_is_numpys_bitwise(engine, rng, dtype):
+    """``norm(x)`` (no ord, no axis) of floats: NumPy's own steps, so NumPy's bits, of
+    whole values and views, with and without ``keepdims``."""
+    host = rng.standard_normal((5, 6)).astype(dtype)
+    x = mv.array(host)
+    for got, want in ((x, host), (x[::2, 1:], host[::2, 1:]), (x.T, host.T), (x[3], host[3])):
+        for keepdims in (False, True):
+            ours = mv.linalg.norm(got, keepdims=keepdims).to_numpy()
+            theirs = np.asarray(np.linalg.norm(want, keepdims=keepdims))
+            assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+            assert ours.tobytes() == theirs.tobytes()
