@@ -49,10 +49,7 @@ def view_of(x: NArray, view: tuple, view_def=None, attrs=None,
         seen = views.normalized(buffer_spec, (view[0], tuple(view[1]), view[2]))
     else:
         seen = views.typed(view, dtype)
-    result = NArray(storage, seen, spec)
-    result._readonly = readonly or x._readonly
-    result._owndata = False
-    result._base = BaseLink(x) if x._base is None else x._base
+    result = _handle_on(x, seen, spec, readonly)
     if SEAM.hooks:
         if view_def is None:
             view_def, attrs = views.STRIDED, {"x_view": explicit_view(x), "view": view}
@@ -108,8 +105,14 @@ def _whole_reshape(x: NArray, shape) -> NArray:
             if len(_WHOLE_RESHAPES) >= _MAX_WHOLE_RESHAPES:
                 _WHOLE_RESHAPES.clear()
             _WHOLE_RESHAPES[key] = spec, seen
+    return _handle_on(x, seen, spec)
+
+
+def _handle_on(x: NArray, seen, spec, readonly: bool = False) -> NArray:
+    """A view's handle on ``x``'s storage: ``seen`` (None: the whole buffer) of ``spec``,
+    read-only when ``x`` is or ``readonly``, based on the array owning the data."""
     result = NArray(x._storage, seen, spec)
-    result._readonly = x._readonly
+    result._readonly = readonly or x._readonly
     result._owndata = False
     result._base = BaseLink(x) if x._base is None else x._base
     return result
