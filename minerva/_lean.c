@@ -211,6 +211,9 @@ static PyMethodDef methods[] = {
     {"run_op", (PyCFunction)(void (*)(void))run_op, METH_FASTCALL,
      "run_op(op_def, attrs, inputs, spec): the lean path of one op `builder.build` builds "
      "(its result handle), or None for the Python path."},
+    {"copy_into", (PyCFunction)(void (*)(void))copy_into, METH_FASTCALL | METH_KEYWORDS,
+     "copy_into(xp, *, out, data): `out[...] = data`, the kernel of `from_host` for "
+     "`NewArray`."},
     {"run_write", (PyCFunction)(void (*)(void))run_write, METH_FASTCALL,
      "run_write(op_def, attrs, inputs, out): the lean path of one op written into NArray "
      "`out` (`out`), or None for the Python path."},

@@ -82,6 +82,30 @@ new_array_lean(PyObject *obj)
     return result;
 }
 
+/* `copy_into(xp, *, out, data)`: the kernel of `from_host` for `NewArray` (configure
+ * hands over the op's twin with it): `out[...] = data`, as the Python kernel's
+ * `out[...] = numpy.asarray(data)` of a NumPy array `data`, less its Python frame. */
+static PyObject *
+copy_into(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *out = NULL, *data = NULL;
+    Py_ssize_t n = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_Compare(name, s_out) == 0)
+            out = args[nargs + i];
+        else if (PyUnicode_Compare(name, s_data) == 0)
+            data = args[nargs + i];
+    }
+    if (nargs != 1 || n != 2 || out == NULL || data == NULL) {
+        PyErr_SetString(PyExc_TypeError, "copy_into(xp, *, out, data)");
+        return NULL;
+    }
+    if (PyObject_SetItem(out, Py_Ellipsis, data) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 typedef Wrapper NewArray;   /* in front of the Python `array` */
 
 static PyObject *

@@ -62,4 +62,5 @@ def typed_view(x: NArray, view: tuple, dtype: np.dtype) -> NArray:
 
 def _names(key) -> bool:
     """Whether ``key`` is a list of field names (NumPy's multi-field index)."""
-    return type(key) is list and bool(key) and all(type(k) is str for k in key)
+    return type(key) is list and bool(key) and type(key[0]) is str and all(
+        type(k) is str for k in key)

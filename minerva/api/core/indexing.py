@@ -342,6 +342,8 @@ def host_element(x: NArray, value):
 
 
 def _is_scalar(value) -> bool:
+    if type(value) is NArray:   # (an NArray's isinstance would ask its __class__, 5 times)
+        return False
     return isinstance(value, (int, float, complex, bool, np.generic)) or (
         isinstance(value, np.ndarray) and value.ndim == 0)
 

@@ -269,7 +269,7 @@ def configure(elide_bytes: int) -> None:
         round_granule=round_granule, granule=GRANULE,
         device_free=Device.free, element_now=DirectPath.element_now, host_reads=HOST_READS,
         copied_scalars=COPIED_SCALARS, blas=BLAS, scalar_result_ops=SCALAR_RESULT_OPS,
-        from_host=FROM_HOST, asarray=np.asarray, lock=threading.Lock, **BLAS.guards())
+        from_host=FROM_HOST.twin(_lean.copy_into), asarray=np.asarray, lock=threading.Lock, **BLAS.guards())
     ACCELERATOR.run_op, ACCELERATOR.run_write = _lean.run_op, _lean.run_write
     ACCELERATOR.build_op = _lean.build_op
     if not isinstance(Storage.__dict__["__del__"], _lean.Finalizer):
