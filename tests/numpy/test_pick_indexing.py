@@ -167,6 +167,18 @@ def _after_slices_item(rng, n, size, kind):
     return _index_item(rng, n, size, kind)
 
 
+def _key_after_slices(rng, shape, lead, k, size, kinds):
+    """(minerva's key, NumPy's) of ``lead`` full slices, then ``k`` index items of
+    ``kinds`` (and 1-D masks when ``k`` is 1) of ``size`` elements."""
+    kinds = kinds + (["mask", "narray mask"] if k == 1 else [])
+    ours, theirs = [slice(None)] * lead, [slice(None)] * lead
+    for axis in range(lead, lead + k):
+        item, values = _after_slices_item(rng, shape[axis], size, rng.choice(kinds))
+        ours.append(item)
+        theirs.append(values)
+    return tuple(ours), tuple(theirs)
+
+
 @pytest.mark.parametrize("seed", range(16))
 def test_picks_after_full_slices_read_and_write_as_numpy(seed):
     """``x[:, order]``, ``x[:, :, rows, cols]``, ``counts[:, mask]``: index arrays (or a
@@ -182,14 +194,8 @@ def test_picks_after_full_slices_read_and_write_as_numpy(seed):
         lead = int(rng.integers(1, len(shape)))
         k = int(rng.integers(1, len(shape) - lead + 1))
         size = int(rng.integers(1, min(shape[lead:lead + k]) + 1))
-        kinds = ["range", "list", "numpy", "narray"] + (["mask", "narray mask"] if k == 1
-                                                        else [])
-        ours, theirs = [slice(None)] * lead, [slice(None)] * lead
-        for axis in range(lead, lead + k):
-            item, values = _after_slices_item(rng, shape[axis], size, rng.choice(kinds))
-            ours.append(item)
-            theirs.append(values)
-        key, expected_key = tuple(ours), tuple(theirs)
+        key, expected_key = _key_after_slices(rng, shape, lead, k, size,
+                                              ["range", "list", "numpy", "narray"])
         picked = a[expected_key]
         got = x[key]
         assert got.shape == picked.shape and got.dtype == picked.dtype
@@ -224,13 +230,8 @@ def test_add_at_by_picks_is_numpys(seed):
         lead = int(rng.integers(0, len(shape)))
         k = int(rng.integers(1, len(shape) - lead + 1))
         size = int(rng.integers(1, 9))
-        kinds = ["list", "numpy", "narray"] + (["mask", "narray mask"] if k == 1 else [])
-        ours, theirs = [slice(None)] * lead, [slice(None)] * lead
-        for axis in range(lead, lead + k):
-            item, values = _after_slices_item(rng, shape[axis], size, rng.choice(kinds))
-            ours.append(item)
-            theirs.append(values)
-        key, expected_key = tuple(ours), tuple(theirs)
+        key, expected_key = _key_after_slices(rng, shape, lead, k, size,
+                                              ["list", "numpy", "narray"])
         picked = a[expected_key].shape
         if rng.random() < 0.5:
             value = numpy.asarray(rng.standard_normal(picked) * 3).astype(dtype)
