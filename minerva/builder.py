@@ -399,11 +399,16 @@ def host_array(value, what: str = "operand", dtype=None) -> np.ndarray:
     return data
 
 
+UPLOADED_NOW = NUMERIC_KINDS + "SU"
+"""The dtype kinds ``upload`` copies at once on ``run_new`` (a device that cannot hold
+bytes or strings has no inline limit: the op's way raises its error)."""
+
+
 def upload(data: np.ndarray) -> NArray:
     """A copy of host array ``data`` on the current device (the copy is taken now: into
     the new value's buffer at once on the engine's ``run_new`` where nothing records at
-    the seam and the data are numbers, else into the op's attribute)."""
-    if not SEAM.hooks and data.dtype.kind in NUMERIC_KINDS:
+    the seam and the data are numbers, bytes or strings, else into the op's attribute)."""
+    if not SEAM.hooks and data.dtype.kind in UPLOADED_NOW:
         system = Runtime.system or get_system()
         spec = ArraySpec(data.shape, data.dtype)
         storage = system.engine.run_new(FROM_HOST, {"data": data}, (), spec,

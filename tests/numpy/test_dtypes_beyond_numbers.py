@@ -11,6 +11,7 @@ import pytest
 
 import minerva as mv
 from tests.support.fake_cuda import gpu_runtime
+from tests.support.profiling import python_calls
 
 WORDS = np.array(["the", "cat", "sat", "on", "the", "mat", "a", "cat"])
 BYTES = np.array([b"x", b"abc", b"", b"ab"])
@@ -292,3 +293,14 @@ def test_power_of_a_scalar_is_numpy_power_and_a_reflected_power_too(engine):
             assert np.asarray(s ** exponent).tobytes() == np.asarray(z[4] ** exponent).tobytes()
         assert (2 ** mv.array(z)).to_numpy().tobytes() == (2 ** z).tobytes()
         assert mv.power(mv.array(z), 2).to_numpy().tobytes() == np.power(z, 2).tobytes()
+
+
+def test_strings_and_bytes_are_uploaded_at_once_as_numpys():
+    """A host array of strings or bytes is copied into a new value at once on a CPU
+    device (the engine's ``run_new``, no op built), NumPy's values and dtype."""
+    for host in (np.array(WORDS), np.array([b"ab", b"c"]), np.array(WORDS).reshape(-1, 1)):
+        mv.array(host)
+        calls = python_calls(lambda: mv.array(host))
+        assert "build" not in calls, calls
+        got = mv.array(host)
+        assert got.dtype == host.dtype and got.to_numpy().tobytes() == host.tobytes()
