@@ -90,3 +90,19 @@ def test_out_of_bounds_indices_that_pick_elements_still_raise(engine):
         x[[5], [0]]
     with pytest.raises(IndexError):
         mv.asarray(x)[[5], [0]]
+
+
+@pytest.mark.parametrize("index", [1, -1, 0])
+def test_a_computed_0d_integer_narray_indexes_as_numpys_int(engine, index):
+    """``x[k]`` with ``k`` a 0-d integer NArray (``np.argmax(...)``) is ``x[int(k)]``, as
+    NumPy reads a 0-d integer array: a row view of an N-D array, NumPy's scalar of a 1-D
+    one, NumPy's error out of bounds."""
+    host = np.arange(12.0).reshape(3, 4)
+    x, k = mv.array(host), mv.array(np.int64(index))
+    row = x[k]
+    assert row.shape == host[index].shape and row.base is x
+    np.testing.assert_array_equal(row.to_numpy(), host[np.array(index)])
+    element = x[0][k]
+    assert type(element) is type(host[0][np.array(index)]) and element == host[0][index]
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[mv.array(7)]

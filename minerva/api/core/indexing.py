@@ -53,6 +53,9 @@ def getitem(x: NArray, key):
     spec = x._spec
     at_once = not SEAM.hooks and HOST_READS.refuse is None \
         and spec.dtype.kind in COPIED_SCALARS   # see ``element_now``
+    if type(key) is NArray and at_once and not key._spec.shape \
+            and key._spec.dtype.kind in "iu" and key._storage.current.done:
+        key = int(key)   # a computed 0-d integer array indexes as its int (NumPy's rule)
     if type(key) is int and at_once and len(spec.shape) == 1:   # x[i]: the common case
         storage = x._storage
         element = storage.engine.element_now(storage, x._view, key)
