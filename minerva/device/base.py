@@ -128,10 +128,10 @@ class Device(abc.ABC):
 
     def run_direct(self, op_def, attrs, args, views, outs, out_view=None):
         """Run a tiny op that has no op node (``scheduler.direct``) on the calling thread
-        into data nodes ``outs`` — fresh buffers, or the buffer of the version its one
-        output overwrites (``out.base``), through ``out_view`` — ; the exception it
-        raised, or None. Its kernel is called directly: a tiny op is far below any size a
-        CPU device splits."""
+        into data nodes ``outs``: fresh buffers, or for one output the buffer of the
+        version it overwrites (``out.base``), seen through ``out_view``. Returns the
+        exception it raised, or None. Its kernel is called directly: a tiny op is far
+        below any size a CPU device splits."""
         if self.cancelled is not None:
             return self.cancelled
         try:
